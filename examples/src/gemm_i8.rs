@@ -1,0 +1,107 @@
+//! int8 GEMM on 16×16 tiles: `c[m×n] += a[m×k] · b[k×n]`, i8 inputs, i32 accumulation,
+//! everything row-major. One 32-unit cube per output tile.
+//!
+//! The tile product is an island: tensor cores (`cmma`) where the device has the i8 16×16×16
+//! shape, scalar loops in `default`. Integer accumulation wraps modulo 2³² and is therefore
+//! exact in any order: the arm is byte-equal to `default` by construction of its emulation,
+//! and the on-device conformance check shows the tensor cores agree.
+
+use crate::q8_matvec::ShapeError;
+use cubecl::prelude::*;
+use island_intrinsics::mma;
+use island_runtime::prelude::*;
+
+/// Tile edge.
+pub const TILE: u32 = 16;
+/// Units per cube: one plane of 32.
+pub const UNITS: u32 = 32;
+
+/// The `default` tile product: lane `l` computes the 8 consecutive elements `8l … 8l + 7`.
+#[cube]
+pub fn tile_scalar(
+    a: &[i8],
+    lda: u32,
+    b: &[i8],
+    ldb: u32,
+    acc: &mut [i32],
+    ldc: u32,
+    #[comptime] k_tiles: u32,
+) {
+    let lane = UNIT_POS % UNITS;
+    #[unroll]
+    for j in 0..8u32 {
+        let e = lane * 8 + j;
+        let row = e / TILE;
+        let col = e % TILE;
+        let mut sum = 0i32;
+        for k in 0..k_tiles * TILE {
+            sum += i32::cast_from(a[(row * lda + k) as usize]) * i32::cast_from(b[(k * ldb + col) as usize]);
+        }
+        acc[(row * ldc + col) as usize] += sum;
+    }
+}
+
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] k: u32, #[comptime] n: u32) {
+    let lda = k;
+    let ldb = n;
+    let ldc = n;
+    let k_tiles = comptime!(k / TILE);
+    let a_tile = &a[(CUBE_POS_Y * TILE * k) as usize..];
+    let b_tile = &b[(CUBE_POS_X * TILE) as usize..];
+    let c_tile = &mut c[(CUBE_POS_Y * TILE * n + CUBE_POS_X * TILE) as usize..];
+    island! {
+        proof(a_tile: &[i8; 1024], b_tile: &[i8; 1024], c_tile: &mut [i32; 256],
+              lda: u32 = 64, ldb: u32 = 16, ldc: u32 = 16, k_tiles: u32 = 4), cube_dim = 32;
+        cuda | hip if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8(a_tile, lda, b_tile, ldb, c_tile, ldc, k_tiles, target),
+        default => tile_scalar(a_tile, lda, b_tile, ldb, c_tile, ldc, k_tiles),
+    }
+}
+
+/// Checks a shape before launch: every dimension a positive multiple of 16.
+pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
+    if [m, k, n].iter().any(|&d| d == 0 || d % TILE as usize != 0) {
+        return Err(ShapeError(format!(
+            "the int8 GEMM works on whole 16×16 tiles: m, k, n must be positive multiples of 16, got {m}×{k}×{n}"
+        )));
+    }
+    Ok(())
+}
+
+/// Launches the GEMM (`c` must hold the initial accumulator) with the given tag.
+///
+/// # Safety
+/// `a` must hold m·k i8, `b` k·n i8 and `c` m·n i32 values.
+pub unsafe fn launch(
+    client: &Client,
+    (a, b, c): (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
+    (m, k, n): (usize, usize, usize),
+    target: Target,
+) {
+    unsafe {
+        gemm_i8::launch_with(
+            client,
+            CubeCount::Static((n as u32) / TILE, (m as u32) / TILE, 1),
+            CubeDim::new_1d(UNITS),
+            BufferArg::from_raw_parts(a.clone(), m * k),
+            BufferArg::from_raw_parts(b.clone(), k * n),
+            BufferArg::from_raw_parts(c.clone(), m * n),
+            k as u32,
+            n as u32,
+            target,
+        );
+    }
+}
+
+/// The plain-Rust reference.
+pub fn reference(m: usize, k: usize, n: usize, a: &[i8], b: &[i8], c: &[i32]) -> Vec<i32> {
+    let mut out = c.to_vec();
+    for i in 0..m {
+        for j in 0..n {
+            let dot = (0..k).fold(0i32, |s, p| s.wrapping_add(a[i * k + p] as i32 * b[p * n + j] as i32));
+            out[i * n + j] = out[i * n + j].wrapping_add(dot);
+        }
+    }
+    out
+}

@@ -1,0 +1,328 @@
+//! Q8_0 matrix × vector, the way llama.cpp runs a quantized linear layer for one token.
+//!
+//! Weights are GGUF `block_q8_0`: 32 signed bytes and one f16 scale per block, row-major.
+//! [`Q8Weights::from_gguf`] splits the blocks into a word array (4 bytes per `u32`, blocks in
+//! row order) and a scale array, once at load time, so the kernel loads 16-byte vectors. The
+//! activations are quantized per block of 32 as llama.cpp does for `mmvq`
+//! (`d = amax / 127`, `q = round(x / d)`, half away from zero), which is part of the work.
+//!
+//! The dot of a weight word with an activation word is an island: `dp4a` where the backend has
+//! it, portable byte arithmetic in `default`. The sum over a row's 32 lanes is a second island:
+//! a plane sum where planes are 32 wide, a shared-memory tree in `default`, both in butterfly
+//! order. Every float operation is an explicit `fma`, a product or a sum in a fixed order, so
+//! no backend can contract or reorder it: the CPU's `default` result is the definition, and
+//! each backend's output is byte-equal to it.
+
+use cubecl::prelude::*;
+use half::f16;
+use island_intrinsics::{dp4a, plane, portable};
+use island_runtime::prelude::*;
+
+/// Values per quantization block.
+pub const BLOCK: usize = 32;
+/// Lanes per row: one 32-lane plane computes one output.
+pub const LANES: u32 = 32;
+/// Rows per cube.
+pub const ROWS_PER_CUBE: u32 = 4;
+
+/// The dot product of one weight word with one activation word, accumulated.
+#[islands]
+#[cube]
+pub fn dot_word(w: i32, x: i32, acc: i32, #[comptime] target: Target) -> i32 {
+    island! {
+        proof(w: i32, x: i32, acc: i32) -> i32;
+        cuda | hip | vulkan if dp4a => dp4a::dp4a(w, x, acc, target),
+        default => portable::dot4_i8(w, x, acc),
+    }
+}
+
+/// The sum of `value` over the 32 lanes of a row, received by every lane.
+#[islands]
+#[cube]
+pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(value: f32) -> f32, cube_dim = 64;
+        cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::<f32>(value, target),
+        default => portable::tree_sum::<f32>(value, 32u32),
+    }
+}
+
+/// `round(v)`, half away from zero (C's `roundf`), exactly: `v - floor(|v|)` is exact, so no
+/// `+ 0.5` rounding can creep in.
+#[cube]
+fn round_half_away(v: f32) -> i32 {
+    let a = v.abs();
+    let t = a.floor();
+    let mut r = i32::cast_from(t);
+    if a - t >= 0.5 {
+        r += 1;
+    }
+    if v < 0.0 {
+        r = -r;
+    }
+    r
+}
+
+/// Quantizes `x` into blocks of 32: `xq` gets 8 words of packed bytes per block, `xd` the
+/// block's scale. One unit per block.
+#[cube(launch)]
+pub fn quantize_q8_1(x: &[f32], xq: &mut [i32], xd: &mut [f32]) {
+    let block = ABSOLUTE_POS;
+    if block < xd.len() {
+        let base = block * BLOCK;
+        let mut amax = 0.0f32;
+        for i in 0..BLOCK {
+            amax = max(amax, x[base + i].abs());
+        }
+        let d = amax / 127.0;
+        xd[block] = d;
+        for w in 0..8usize {
+            let mut word = 0i32;
+            #[unroll]
+            for j in 0..4usize {
+                let mut q = 0i32;
+                if amax != 0.0 {
+                    q = round_half_away(x[base + w * 4 + j] / d);
+                }
+                word |= (q & 0xff) << (8 * j as i32);
+            }
+            xq[block * 8 + w] = word;
+        }
+    }
+}
+
+/// `y[row] = Σ_blocks dw·dx·Σ w·x` for the row of each 32-lane plane. Lane `l` takes blocks
+/// `l, l + 32, …` in order, accumulating `fma(dw·dx, sumi, acc)`; the row sum then adds the
+/// 32 lane partials in butterfly order.
+#[islands]
+#[cube(launch)]
+pub fn matvec_q8_0(
+    wq: &[i32],
+    wd: &[f16],
+    xq: &[i32],
+    xd: &[f32],
+    y: &mut [f32],
+    #[comptime] blocks_per_row: usize,
+) {
+    let lane = (UNIT_POS % LANES) as usize;
+    let row = CUBE_POS * ROWS_PER_CUBE as usize + (UNIT_POS / LANES) as usize;
+    let rows = y.len();
+    let mut acc = 0.0f32;
+    if row < rows {
+        let mut b = lane;
+        while b < blocks_per_row {
+            let wblock = row * blocks_per_row + b;
+            let mut sumi = 0i32;
+            #[unroll]
+            for j in 0..8usize {
+                sumi = dot_word(wq[wblock * 8 + j], xq[b * 8 + j], sumi, target);
+            }
+            let scale = f32::cast_from(wd[wblock]) * xd[b];
+            acc = fma(scale, f32::cast_from(sumi), acc);
+            b += LANES as usize;
+        }
+    }
+    let total = row_sum(acc, target);
+    if row < rows && lane == 0 {
+        y[row] = total;
+    }
+}
+
+/// Q8_0 weights in the kernel's layout.
+#[derive(Clone, Debug)]
+pub struct Q8Weights {
+    pub rows: usize,
+    pub cols: usize,
+    /// 8 words per block, blocks in row order.
+    pub words: Vec<i32>,
+    /// One scale per block.
+    pub scales: Vec<f16>,
+}
+
+/// Bytes of one GGUF `block_q8_0`: an f16 scale, then 32 signed bytes.
+pub const GGUF_BLOCK_BYTES: usize = 34;
+
+impl Q8Weights {
+    /// Splits GGUF `block_q8_0` bytes (rows × cols/32 blocks) into the kernel's layout.
+    pub fn from_gguf(rows: usize, cols: usize, blocks: &[u8]) -> Result<Q8Weights, ShapeError> {
+        check_shape(rows, cols)?;
+        let n = rows * cols / BLOCK;
+        if blocks.len() != n * GGUF_BLOCK_BYTES {
+            return Err(ShapeError(format!(
+                "{rows}×{cols} Q8_0 weights are {} bytes, got {}",
+                n * GGUF_BLOCK_BYTES,
+                blocks.len()
+            )));
+        }
+        let mut words = Vec::with_capacity(n * 8);
+        let mut scales = Vec::with_capacity(n);
+        for block in blocks.chunks_exact(GGUF_BLOCK_BYTES) {
+            scales.push(f16::from_le_bytes([block[0], block[1]]));
+            for w in block[2..].chunks_exact(4) {
+                words.push(i32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+            }
+        }
+        Ok(Q8Weights { rows, cols, words, scales })
+    }
+
+    /// Quantizes f32 weights to GGUF `block_q8_0` bytes (as llama.cpp's `quantize_row_q8_0`).
+    pub fn quantize_gguf(rows: usize, cols: usize, w: &[f32]) -> Result<Vec<u8>, ShapeError> {
+        check_shape(rows, cols)?;
+        let mut out = Vec::with_capacity(rows * cols / BLOCK * GGUF_BLOCK_BYTES);
+        for block in w.chunks_exact(BLOCK) {
+            let (d, q) = quantize_block(block);
+            out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+            out.extend(q.iter().map(|&v| v as u8));
+        }
+        Ok(out)
+    }
+}
+
+/// A shape the kernels cannot handle, reported before anything is launched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShapeError(pub String);
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
+fn check_shape(rows: usize, cols: usize) -> Result<(), ShapeError> {
+    if rows == 0 || cols == 0 || cols % BLOCK != 0 {
+        return Err(ShapeError(format!(
+            "Q8_0 needs a non-empty matrix whose row length is a multiple of {BLOCK}; got {rows}×{cols}"
+        )));
+    }
+    Ok(())
+}
+
+/// llama.cpp's block quantization: `d = amax / 127`, `q = roundf(x / d)` (0 when amax is 0).
+pub fn quantize_block(x: &[f32]) -> (f32, [i8; BLOCK]) {
+    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let mut q = [0i8; BLOCK];
+    if amax != 0.0 {
+        for (qi, &xi) in q.iter_mut().zip(x) {
+            *qi = (xi / d).round() as i8;
+        }
+    }
+    (d, q)
+}
+
+/// The plain-Rust reference: the same operations in the same order as the `default` arms.
+pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
+    let blocks_per_row = weights.cols / BLOCK;
+    let mut xq = Vec::with_capacity(x.len() / 4);
+    let mut xd = Vec::with_capacity(blocks_per_row);
+    for block in x.chunks_exact(BLOCK) {
+        let (d, q) = quantize_block(block);
+        xd.push(d);
+        for w in q.chunks_exact(4) {
+            xq.push(i32::from_le_bytes([w[0] as u8, w[1] as u8, w[2] as u8, w[3] as u8]));
+        }
+    }
+    (0..weights.rows)
+        .map(|row| {
+            let lanes: Vec<f32> = (0..LANES as usize)
+                .map(|lane| {
+                    let mut acc = 0.0f32;
+                    for b in (lane..blocks_per_row).step_by(LANES as usize) {
+                        let wb = row * blocks_per_row + b;
+                        let sumi = (0..8).fold(0i32, |s, j| {
+                            island_intrinsics::dp4a::reference(weights.words[wb * 8 + j], xq[b * 8 + j], s)
+                        });
+                        let scale = weights.scales[wb].to_f32() * xd[b];
+                        acc = scale.mul_add(sumi as f32, acc);
+                    }
+                    acc
+                })
+                .collect();
+            pairwise_sum(&lanes)
+        })
+        .collect()
+}
+
+/// `((x0 + x1) + (x2 + x3)) + …`: the butterfly order, for a power-of-two length.
+pub fn pairwise_sum(values: &[f32]) -> f32 {
+    if values.len() == 1 {
+        return values[0];
+    }
+    let (lo, hi) = values.split_at(values.len() / 2);
+    pairwise_sum(lo) + pairwise_sum(hi)
+}
+
+/// Device buffers of one matvec problem, created once (for repeated, kernel-only launches).
+pub struct Problem {
+    pub rows: usize,
+    pub cols: usize,
+    wq: cubecl::server::Handle,
+    wd: cubecl::server::Handle,
+    x: cubecl::server::Handle,
+    xq: cubecl::server::Handle,
+    xd: cubecl::server::Handle,
+    y: cubecl::server::Handle,
+}
+
+impl Problem {
+    /// Uploads `weights` and `x`; checks the shapes first.
+    pub fn new(client: &Client, weights: &Q8Weights, x: &[f32]) -> Result<Problem, ShapeError> {
+        check_shape(weights.rows, weights.cols)?;
+        if x.len() != weights.cols {
+            return Err(ShapeError(format!(
+                "the activation vector has {} values, the weights {} columns",
+                x.len(),
+                weights.cols
+            )));
+        }
+        let blocks = weights.cols / BLOCK;
+        Ok(Problem {
+            rows: weights.rows,
+            cols: weights.cols,
+            wq: client.create_from_slice(i32::as_bytes(&weights.words)),
+            wd: client.create_from_slice(f16::as_bytes(&weights.scales)),
+            x: client.create_from_slice(f32::as_bytes(x)),
+            xq: client.empty(blocks * 8 * 4),
+            xd: client.empty(blocks * 4),
+            y: client.empty(weights.rows * 4),
+        })
+    }
+
+    /// Quantizes the activations and runs the matvec, with `target` as the tag (`None`: the
+    /// tag of the client's device).
+    pub fn launch(&self, client: &Client, target: Option<Target>) {
+        let blocks = self.cols / BLOCK;
+        let target = target.unwrap_or_else(|| Target::for_client(client));
+        // SAFETY: every handle was allocated by `new` with the element count given here.
+        unsafe {
+            quantize_q8_1::launch(
+                client,
+                CubeCount::Static((blocks as u32).div_ceil(64), 1, 1),
+                CubeDim::new_1d(64),
+                BufferArg::from_raw_parts(self.x.clone(), self.cols),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
+                BufferArg::from_raw_parts(self.xd.clone(), blocks),
+            );
+            matvec_q8_0::launch_with(
+                client,
+                CubeCount::Static((self.rows as u32).div_ceil(ROWS_PER_CUBE), 1, 1),
+                CubeDim::new_1d(LANES * ROWS_PER_CUBE),
+                BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 8),
+                BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
+                BufferArg::from_raw_parts(self.xd.clone(), blocks),
+                BufferArg::from_raw_parts(self.y.clone(), self.rows),
+                blocks,
+                target,
+            );
+        }
+    }
+
+    /// Reads `y` back.
+    pub fn output(&self, client: &Client) -> Result<Vec<f32>, String> {
+        let bytes = island_runtime::proof::read(client, self.y.clone())?;
+        Ok(f32::from_bytes(&bytes).to_vec())
+    }
+}

@@ -1,0 +1,102 @@
+//! RMSNorm over rows: `y = x · (1 / sqrt(mean(x²) + eps)) · w`.
+//!
+//! One 32-lane plane per row. Lane `l` accumulates `fma(x, x, ss)` over columns
+//! `l, l + 32, …` in order; the 32 partial sums meet in [`crate::q8_matvec::row_sum`], whose
+//! `default` (a shared-memory tree) defines the butterfly order a plane sum reproduces bit for
+//! bit. `sqrt` and `/` are correctly rounded on every backend CubeCL targets by default, and
+//! the only `a·b + c` is an explicit `fma`, so nothing is left for a compiler to contract.
+
+use crate::q8_matvec::{LANES, ShapeError, pairwise_sum, row_sum};
+use cubecl::prelude::*;
+use island_runtime::prelude::*;
+
+/// Rows per cube.
+pub const ROWS_PER_CUBE: u32 = 4;
+
+#[islands]
+#[cube(launch)]
+pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] cols: usize) {
+    let lane = (UNIT_POS % LANES) as usize;
+    let row = CUBE_POS * ROWS_PER_CUBE as usize + (UNIT_POS / LANES) as usize;
+    let rows = y.len() / cols;
+    let base = row * cols;
+    let mut ss = 0.0f32;
+    if row < rows {
+        let mut c = lane;
+        while c < cols {
+            let v = x[base + c];
+            ss = fma(v, v, ss);
+            c += LANES as usize;
+        }
+    }
+    let total = row_sum(ss, target);
+    let inv = 1.0f32 / (total / (cols as f32) + eps).sqrt();
+    if row < rows {
+        let mut c = lane;
+        while c < cols {
+            y[base + c] = x[base + c] * inv * w[c];
+            c += LANES as usize;
+        }
+    }
+}
+
+/// Checks a shape before launch: whole rows, a power-of-two-free column count is fine.
+pub fn check(rows: usize, cols: usize, x: &[f32], w: &[f32]) -> Result<(), ShapeError> {
+    if rows == 0 || cols == 0 {
+        return Err(ShapeError(format!("RMSNorm needs a non-empty matrix, got {rows}×{cols}")));
+    }
+    if x.len() != rows * cols || w.len() != cols {
+        return Err(ShapeError(format!(
+            "RMSNorm of {rows}×{cols}: x has {} values (want {}), w has {} (want {cols})",
+            x.len(),
+            rows * cols,
+            w.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Launches RMSNorm over `rows` rows of `cols` with the given tag.
+///
+/// # Safety
+/// `x` and `y` must hold `rows * cols` f32 values and `w` `cols`.
+pub unsafe fn launch(
+    client: &Client,
+    x: &cubecl::server::Handle,
+    w: &cubecl::server::Handle,
+    y: &cubecl::server::Handle,
+    (rows, cols): (usize, usize),
+    eps: f32,
+    target: Target,
+) {
+    unsafe {
+        rmsnorm::launch_with(
+            client,
+            CubeCount::Static((rows as u32).div_ceil(ROWS_PER_CUBE), 1, 1),
+            CubeDim::new_1d(LANES * ROWS_PER_CUBE),
+            BufferArg::from_raw_parts(x.clone(), rows * cols),
+            BufferArg::from_raw_parts(w.clone(), cols),
+            BufferArg::from_raw_parts(y.clone(), rows * cols),
+            eps,
+            cols,
+            target,
+        );
+    }
+}
+
+/// The plain-Rust reference, in the kernel's order.
+pub fn reference(rows: usize, cols: usize, x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
+    let mut y = vec![0.0; rows * cols];
+    for r in 0..rows {
+        let row = &x[r * cols..(r + 1) * cols];
+        let lanes: Vec<f32> = (0..LANES as usize)
+            .map(|l| row.iter().skip(l).step_by(LANES as usize).fold(0.0f32, |ss, &v| v.mul_add(v, ss)))
+            .collect();
+        let total = pairwise_sum(&lanes);
+        let inv = 1.0f32 / (total / cols as f32 + eps).sqrt();
+        for c in 0..cols {
+            y[r * cols + c] = row[c] * inv * w[c];
+        }
+    }
+    y
+}

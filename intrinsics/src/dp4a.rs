@@ -1,0 +1,41 @@
+//! `dp4a`: the dot product of two words of four packed signed bytes, plus an i32 accumulator.
+//!
+//! Native lowering: `__dp4a` on CUDA (CubeCL's C++ path, sm_61+), `OpSDot` with the packed 4×8
+//! format on Vulkan, `v_dot4_i32_i8`-style builtins on HIP. Emulation: sign-extend each byte,
+//! multiply, and add with 32-bit wrap-around. Integer addition modulo 2³² is associative, so
+//! the emulation is exact whatever order the hardware adds in.
+
+use cubecl::prelude::*;
+use island_runtime::Target;
+
+/// `c + Σ a[i]·b[i]` over the four signed bytes of `a` and `b` (byte 0 = least significant),
+/// wrapping at 32 bits.
+#[cube]
+pub fn dp4a(a: i32, b: i32, c: i32, #[comptime] target: Target) -> i32 {
+    if target.is_native() {
+        cubecl::prelude::dp4a(a, b, c)
+    } else {
+        emulate(a, b, c)
+    }
+}
+
+/// The emulation: what every backend's instruction computes, spelled out.
+#[cube]
+pub fn emulate(a: i32, b: i32, c: i32) -> i32 {
+    let mut acc = c;
+    #[unroll]
+    for byte in 0..4i32 {
+        // Shift the byte to the top, then arithmetic-shift it back: sign extension.
+        let x = (a << (24 - 8 * byte)) >> 24;
+        let y = (b << (24 - 8 * byte)) >> 24;
+        // i32 arithmetic wraps on every CubeCL backend.
+        acc += x * y;
+    }
+    acc
+}
+
+/// The same function in plain Rust, the reference the conformance and unit tests use.
+pub fn reference(a: i32, b: i32, c: i32) -> i32 {
+    let (a, b) = (a.to_le_bytes(), b.to_le_bytes());
+    (0..4).fold(c, |acc, i| acc.wrapping_add(a[i] as i8 as i32 * b[i] as i8 as i32))
+}

@@ -1,0 +1,125 @@
+//! A typed view of `island!` and of the function holding it.
+
+use proc_macro2::Span;
+use syn::{Expr, Ident, LitStr, Type};
+
+/// The backend keywords an arm may use. Mirrors `island_runtime::Backend`.
+pub const BACKENDS: &[(&str, &str)] = &[
+    ("cuda", "Cuda"),
+    ("hip", "Hip"),
+    ("vulkan", "Vulkan"),
+    ("metal", "Metal"),
+    ("webgpu", "WebGpu"),
+];
+
+/// The keyword of the normative arm.
+pub const DEFAULT: &str = "default";
+
+/// One `island! { … }`.
+pub struct Island {
+    /// The `island` path of the invocation: where whole-island errors point.
+    pub span: Span,
+    pub proof: Option<ProofSig>,
+    pub arms: Vec<Arm>,
+}
+
+/// `proof(a: i32, t: &[i8; 256]) -> i32, cube_dim = 64, contract = ulp(1, "…");`
+pub struct ProofSig {
+    pub span: Span,
+    pub params: Vec<ProofParam>,
+    pub output: Option<Type>,
+    pub cube_dim: Option<(u32, Span)>,
+    pub contract: Option<ContractSpec>,
+}
+
+pub struct ProofParam {
+    pub name: Ident,
+    pub shape: ParamShape,
+}
+
+pub enum ParamShape {
+    /// `x: T`: one value per lane.
+    Lane(Type),
+    /// `x: &[T; N]` or `x: &mut [T; N]`: a slice of N values per cube.
+    Cube { elem: Type, len: u32, mutable: bool },
+    /// `x: T = expr`: a constant the island reads (a stride, a tile count), not generated.
+    Const { ty: Type, value: Expr },
+}
+
+pub enum ContractSpec {
+    Ulp { ulps: u32, reason: LitStr },
+    NanClass { reason: LitStr },
+}
+
+/// One arm: `cuda | hip if plane == 32 => body`.
+pub struct Arm {
+    pub pattern: Pattern,
+    pub guard: Vec<Atom>,
+    /// `if` token, for errors about the guard as a whole.
+    pub guard_span: Option<Span>,
+    pub body: Expr,
+    /// The arm's first token.
+    pub span: Span,
+}
+
+pub enum Pattern {
+    Default(Span),
+    Backends(Vec<BackendKey>),
+}
+
+#[derive(Clone)]
+pub struct BackendKey {
+    pub ident: Ident,
+    /// `Cuda`, `Hip`, … as named in `island_runtime::Backend`.
+    pub variant: &'static str,
+}
+
+/// One condition of a guard, as written.
+#[derive(Clone)]
+pub struct Atom {
+    pub kind: AtomKind,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub enum AtomKind {
+    Sm(&'static str, u32),
+    Plane(&'static str, u32),
+    Dp4a,
+    Cmma { a: String, b: String, acc: String, m: u32, n: u32, k: u32 },
+}
+
+impl AtomKind {
+    /// The atom as the registry prints it.
+    pub fn text(&self) -> String {
+        match self {
+            AtomKind::Sm(op, v) => format!("sm {op} {v}"),
+            AtomKind::Plane(op, v) => format!("plane {op} {v}"),
+            AtomKind::Dp4a => "dp4a".into(),
+            AtomKind::Cmma { a, b, acc, m, n, k } => format!("cmma({a}, {b}, {acc}, {m}, {n}, {k})"),
+        }
+    }
+}
+
+impl Arm {
+    pub fn is_default(&self) -> bool {
+        matches!(self.pattern, Pattern::Default(_))
+    }
+
+    /// The pattern as written, e.g. `cuda | hip`.
+    pub fn label(&self) -> String {
+        match &self.pattern {
+            Pattern::Default(_) => DEFAULT.into(),
+            Pattern::Backends(keys) => keys.iter().map(|k| k.ident.to_string()).collect::<Vec<_>>().join(" | "),
+        }
+    }
+
+    /// The guard as written, normalised (`sm >= 61 && dp4a`).
+    pub fn guard_text(&self) -> String {
+        self.guard.iter().map(|a| a.kind.text()).collect::<Vec<_>>().join(" && ")
+    }
+}
+
+/// The tag parameter of a function with islands.
+pub struct TagParam {
+    pub name: Ident,
+}

@@ -1,0 +1,269 @@
+//! Code generation for one island: the comptime `match` that replaces it, and the items placed
+//! beside the function (its site, its registrations, its lifted proof kernel).
+
+use crate::ast::*;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{Expr, Ident};
+
+/// Where an island sits and how its function is configured.
+pub struct Context<'a> {
+    /// The function holding the island.
+    pub function: &'a Ident,
+    /// Its index among the function's islands, in source order.
+    pub index: usize,
+    /// The function's tag parameter.
+    pub tag: &'a Ident,
+    /// `#[islands(expect_mismatch)]`.
+    pub expect_mismatch: bool,
+}
+
+/// The module holding an island's proof kernel: `__islands_<fn>_<n>`.
+pub fn module_name(cx: &Context) -> Ident {
+    format_ident!("__islands_{}_{}", cx.function, cx.index)
+}
+
+/// The island's [`Site`](island_runtime::Site) static, beside the function (so that
+/// `module_path!()` is the function's module).
+pub fn site_name(cx: &Context) -> Ident {
+    format_ident!("__ISLANDS_SITE_{}_{}", cx.function.to_string().to_uppercase(), cx.index)
+}
+
+/// The comptime `match` that replaces `island! { … }`: the tag picks one arm while the kernel
+/// is expanded, so no other arm is lowered.
+pub fn selection(island: &Island, cx: &Context) -> Expr {
+    let site = site_name(cx);
+    let tag = cx.tag;
+    let mut arms = Vec::new();
+    let mut index = 0usize;
+    let mut default = None;
+    for arm in &island.arms {
+        let body = &arm.body;
+        if arm.is_default() {
+            default = Some(body);
+        } else {
+            arms.push(quote! { #index => #body, });
+            index += 1;
+        }
+    }
+    let default = default.expect("validated: an island has exactly one default arm");
+    syn::parse_quote_spanned! {island.span=>
+        match #tag.select(&#site) {
+            #(#arms)*
+            _ => #default,
+        }
+    }
+}
+
+/// The items beside the function: the site, the registrations, and
+/// `mod __islands_<fn>_<n>` with the lifted proof kernel.
+pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
+    let module = module_name(cx);
+    let site = site_name(cx);
+    let function = cx.function.to_string();
+    let id = format!("::{}#{}", cx.function, cx.index);
+    let specs = island.arms.iter().filter(|a| !a.is_default()).map(arm_spec);
+    let proof = match &island.proof {
+        Some(sig) => lifted(sig, cx, select),
+        None => TokenStream::new(),
+    };
+    let expect = if cx.expect_mismatch {
+        quote!(::island_runtime::Expect::Mismatch)
+    } else {
+        quote!(::island_runtime::Expect::Equal)
+    };
+    let proof_spec = match &island.proof {
+        Some(_) => quote!(::island_runtime::proof::ProofSpec::Lifted(&#module::LIFTED)),
+        None => quote!(::island_runtime::proof::ProofSpec::Unprovable(
+            "the island declares no proof signature (`proof(…) -> T;`), so it cannot be lifted into a proof kernel"
+        )),
+    };
+    let registrations = island.arms.iter().filter(|a| !a.is_default()).enumerate().map(|(i, arm)| {
+        let line = quote_spanned!(arm.span=> line!());
+        let column = quote_spanned!(arm.span=> column!());
+        quote! {
+            ::island_runtime::__private::inventory::submit! {
+                ::island_runtime::ArmEntry {
+                    krate: env!("CARGO_PKG_NAME"),
+                    function: concat!(module_path!(), "::", #function),
+                    site: &#site,
+                    arm: #i,
+                    file: file!(),
+                    line: #line,
+                    column: #column,
+                    proof: #proof_spec,
+                    expect: #expect,
+                }
+            }
+        }
+    });
+    let module_items = (!proof.is_empty()).then(|| {
+        quote! {
+            #[doc(hidden)]
+            #[allow(non_snake_case, non_upper_case_globals, unused_imports, unused_mut, unused_variables, unused_braces, clippy::all)]
+            mod #module {
+                use super::*;
+                use ::cubecl::prelude::{cube, ABSOLUTE_POS, CUBE_POS};
+                #proof
+            }
+        }
+    });
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        static #site: ::island_runtime::Site = ::island_runtime::Site {
+            id: concat!(module_path!(), #id),
+            arms: &[#(#specs),*],
+        };
+
+        #(#registrations)*
+        #module_items
+    }
+}
+
+fn arm_spec(arm: &Arm) -> TokenStream {
+    let label = arm.label();
+    let Pattern::Backends(keys) = &arm.pattern else { unreachable!("only accelerated arms have specs") };
+    let backends = keys.iter().map(|k| {
+        let v = Ident::new(k.variant, Span::call_site());
+        quote!(::island_runtime::Backend::#v)
+    });
+    let atoms = arm.guard.iter().map(atom);
+    quote! {
+        ::island_runtime::ArmSpec {
+            label: #label,
+            backends: &[#(#backends),*],
+            guard: ::island_runtime::Guard(&[#(#atoms),*]),
+        }
+    }
+}
+
+fn atom(atom: &Atom) -> TokenStream {
+    let cmp = |op: &str| {
+        let v = match op {
+            "==" => "Eq",
+            "!=" => "Ne",
+            "<" => "Lt",
+            "<=" => "Le",
+            ">" => "Gt",
+            _ => "Ge",
+        };
+        let v = Ident::new(v, Span::call_site());
+        quote!(::island_runtime::Cmp::#v)
+    };
+    let elem = |e: &str| {
+        let v = match e {
+            "i8" => "I8",
+            "u8" => "U8",
+            "i32" => "I32",
+            "f16" => "F16",
+            "bf16" => "BF16",
+            _ => "F32",
+        };
+        let v = Ident::new(v, Span::call_site());
+        quote!(::island_runtime::Elem::#v)
+    };
+    match &atom.kind {
+        AtomKind::Sm(op, v) => {
+            let c = cmp(op);
+            quote!(::island_runtime::Atom::Sm(#c, #v))
+        }
+        AtomKind::Plane(op, v) => {
+            let c = cmp(op);
+            quote!(::island_runtime::Atom::Plane(#c, #v))
+        }
+        AtomKind::Dp4a => quote!(::island_runtime::Atom::Dp4a),
+        AtomKind::Cmma { a, b, acc, m, n, k } => {
+            let (a, b, acc) = (elem(a), elem(b), elem(acc));
+            quote!(::island_runtime::Atom::Cmma(::island_runtime::Mma { a: #a, b: #b, acc: #acc, m: #m, n: #n, k: #k }))
+        }
+    }
+}
+
+/// The lifted proof kernel: each lane loads the declared inputs, evaluates the island, stores
+/// its value.
+fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
+    let tag = cx.tag;
+    let mut params = Vec::new();
+    let mut loads = Vec::new();
+    let mut descs = Vec::new();
+    for p in &sig.params {
+        let name = &p.name;
+        let buffer = format_ident!("__in_{}", name);
+        let label = name.to_string();
+        match &p.shape {
+            ParamShape::Lane(ty) => {
+                params.push(quote!(#buffer: &[#ty]));
+                loads.push(quote!(let #name: #ty = #buffer[ABSOLUTE_POS];));
+                descs.push(quote! {
+                    ::island_runtime::proof::Param {
+                        name: #label,
+                        kind: <#ty as ::island_runtime::ProofValue>::KIND,
+                        shape: ::island_runtime::proof::Shape::Lane,
+                        mutable: false,
+                    }
+                });
+            }
+            ParamShape::Const { ty, value } => {
+                loads.push(quote!(let #name: #ty = #value;));
+            }
+            ParamShape::Cube { elem, len, mutable } => {
+                let len_usize = *len as usize;
+                if *mutable {
+                    params.push(quote!(#buffer: &mut [#elem]));
+                    loads.push(quote!(let #name = &mut #buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];));
+                } else {
+                    params.push(quote!(#buffer: &[#elem]));
+                    loads.push(quote!(let #name = &#buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];));
+                }
+                descs.push(quote! {
+                    ::island_runtime::proof::Param {
+                        name: #label,
+                        kind: <#elem as ::island_runtime::ProofValue>::KIND,
+                        shape: ::island_runtime::proof::Shape::Cube(#len),
+                        mutable: #mutable,
+                    }
+                });
+            }
+        }
+    }
+    let (out_param, store, out_kind) = match &sig.output {
+        Some(ty) => (
+            quote!(__out: &mut [#ty],),
+            quote!(let __value: #ty = #select; __out[ABSOLUTE_POS] = __value;),
+            quote!(::core::option::Option::Some(<#ty as ::island_runtime::ProofValue>::KIND)),
+        ),
+        None => (quote!(), quote!(#select;), quote!(::core::option::Option::None)),
+    };
+    let buffers = descs.len() + usize::from(sig.output.is_some());
+    let args = (0..buffers).map(|i| quote!(args.buffer(#i)));
+    let cube_dim = sig.cube_dim.map_or(64, |(v, _)| v);
+    let contract = match &sig.contract {
+        None => quote!(::island_runtime::Contract::Exact),
+        Some(ContractSpec::Ulp { ulps, reason }) => {
+            quote!(::island_runtime::Contract::Ulp { ulps: #ulps, reason: #reason })
+        }
+        Some(ContractSpec::NanClass { reason }) => {
+            quote!(::island_runtime::Contract::ExactNanClass { reason: #reason })
+        }
+    };
+    quote! {
+        #[cube(launch)]
+        pub fn kernel(#(#params,)* #out_param #[comptime] #tag: ::island_runtime::Target) {
+            #(#loads)*
+            #store
+        }
+
+        pub static LIFTED: ::island_runtime::proof::Lifted = ::island_runtime::proof::Lifted {
+            params: &[#(#descs),*],
+            output: #out_kind,
+            cube_dim: #cube_dim,
+            contract: #contract,
+            launch: launch_lifted,
+        };
+
+        fn launch_lifted(args: &::island_runtime::proof::LaunchArgs<'_>) {
+            kernel::launch(args.client, args.cube_count(), args.cube_dim(), #(#args,)* args.target());
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! `#[islands]` on a function: find its tag, rewrite every `island!` in its body, and emit the
+//! islands' items and (for launch kernels) the launch paths that fill the tag.
+
+use crate::ast::{Island, TagParam};
+use crate::parse::TagOption;
+use crate::{expand, parse, validate};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{Attribute, Expr, FnArg, Ident, ItemFn, Macro, Pat, Stmt, Token, Type};
+
+/// The attribute's entry point.
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let options = match syn::parse::Parser::parse2(Punctuated::<TagOption, Token![,]>::parse_terminated, attr) {
+        Ok(o) => o,
+        Err(e) => return with_item(e.to_compile_error(), item),
+    };
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => return with_item(e.to_compile_error(), item),
+    };
+    let mut errors = Vec::new();
+    let out = function(options, func, &mut errors);
+    let errors = errors.into_iter().map(|e| e.to_compile_error());
+    quote! { #(#errors)* #out }
+}
+
+fn with_item(error: TokenStream, item: TokenStream) -> TokenStream {
+    quote! { #error #item }
+}
+
+/// How the function is launched, read off its `#[cube(…)]`.
+struct CubeAttr {
+    launch: bool,
+    launch_unchecked: bool,
+}
+
+fn cube_attr(attrs: &[Attribute]) -> Option<CubeAttr> {
+    let attr = attrs.iter().find(|a| a.path().segments.last().is_some_and(|s| s.ident == "cube"))?;
+    let mut cube = CubeAttr { launch: false, launch_unchecked: false };
+    if let syn::Meta::List(list) = &attr.meta {
+        for token in list.tokens.clone() {
+            if let proc_macro2::TokenTree::Ident(i) = token {
+                cube.launch |= i == "launch";
+                cube.launch_unchecked |= i == "launch_unchecked";
+            }
+        }
+    }
+    Some(cube)
+}
+
+fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors: &mut Vec<syn::Error>) -> TokenStream {
+    let mut explicit_tag = None;
+    let mut expect_mismatch = false;
+    for o in options {
+        match o {
+            TagOption::Tag(name) => explicit_tag = Some(name),
+            TagOption::ExpectMismatch => expect_mismatch = true,
+        }
+    }
+    let Some(cube) = cube_attr(&func.attrs) else {
+        errors.push(syn::Error::new(
+            func.sig.ident.span(),
+            "#[islands] must be placed above #[cube] (or #[cube(launch)]): it rewrites the body before CubeCL expands it",
+        ));
+        return quote!(#func);
+    };
+    let is_kernel = cube.launch || cube.launch_unchecked;
+    let tag = tag_param(&mut func, explicit_tag, is_kernel, errors);
+
+    let mut visitor = Rewriter { function: func.sig.ident.clone(), tag, expect_mismatch, count: 0, items: Vec::new(), errors: Vec::new() };
+    visitor.visit_block_mut(&mut func.block);
+    if visitor.count > 0 && visitor.tag.is_none() {
+        errors.push(syn::Error::new(
+            func.sig.ident.span(),
+            format!(
+                "`{}` has islands but no tag parameter: a #[cube] helper must take the kernel's tag, \
+                 add `#[comptime] target: island_runtime::Target` and pass `target` from the caller",
+                func.sig.ident
+            ),
+        ));
+    }
+    errors.append(&mut visitor.errors);
+    let items = visitor.items;
+
+    if is_kernel {
+        let launch = launch_paths(&mut func, &cube, visitor.tag.as_ref().map(|t| &t.name));
+        quote! { #func #(#items)* #launch }
+    } else {
+        quote! { #func #(#items)* }
+    }
+}
+
+/// Finds the tag parameter: the one `tag = …` names, else one of type `Target`, else one
+/// named `target`. A launch kernel without one gets `#[comptime] target: Target` appended.
+fn tag_param(func: &mut ItemFn, explicit: Option<Ident>, is_kernel: bool, errors: &mut Vec<syn::Error>) -> Option<TagParam> {
+    let params: Vec<(Ident, &syn::PatType)> = func
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|arg| match arg {
+            FnArg::Typed(pt) => match &*pt.pat {
+                Pat::Ident(pi) => Some((pi.ident.clone(), pt)),
+                _ => None,
+            },
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let found = match &explicit {
+        Some(name) => match params.iter().find(|(n, _)| n == name) {
+            Some(p) => Some(p),
+            None => {
+                errors.push(syn::Error::new(name.span(), format!("`tag = {name}` names no parameter of this function")));
+                return None;
+            }
+        },
+        None => params.iter().find(|(_, pt)| is_target_type(&pt.ty)).or_else(|| params.iter().find(|(n, _)| n == "target")),
+    };
+    if let Some((name, pt)) = found {
+        let ok_type = is_target_type(&pt.ty);
+        let comptime = pt.attrs.iter().any(|a| a.path().is_ident("comptime"));
+        if !ok_type {
+            errors.push(syn::Error::new(
+                pt.ty.span(),
+                format!(
+                    "the tag parameter `{name}` must have type `island_runtime::Target`, found `{}`",
+                    quote!(#pt.ty).to_string().replace(' ', "")
+                ),
+            ));
+        } else if !comptime {
+            errors.push(syn::Error::new(
+                pt.span(),
+                format!("the tag parameter `{name}` must be marked `#[comptime]`: islands are selected while the kernel is expanded"),
+            ));
+        }
+        return Some(TagParam { name: name.clone() });
+    }
+    if is_kernel {
+        let name = Ident::new("target", Span::call_site());
+        func.sig.inputs.push(syn::parse_quote!(#[comptime] #name: ::island_runtime::Target));
+        return Some(TagParam { name });
+    }
+    None
+}
+
+fn is_target_type(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) => p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Target" && s.arguments.is_empty()),
+        _ => false,
+    }
+}
+
+/// Rewrites every `island!` of a body, innermost last, numbering them in source order.
+struct Rewriter {
+    function: Ident,
+    tag: Option<TagParam>,
+    expect_mismatch: bool,
+    count: usize,
+    items: Vec<TokenStream>,
+    errors: Vec<syn::Error>,
+}
+
+fn is_island(mac: &Macro) -> bool {
+    mac.path.segments.last().is_some_and(|s| s.ident == "island")
+}
+
+impl Rewriter {
+    /// Replaces one invocation with its selection `match` (or, when it is invalid, with its
+    /// `default` arm so the rest of the kernel still type-checks).
+    fn rewrite(&mut self, mac: &Macro) -> Expr {
+        let index = self.count;
+        self.count += 1;
+        let span = mac.path.span();
+        let mut island: Island = match parse::island(span, mac.tokens.clone()) {
+            Ok(i) => i,
+            Err(e) => {
+                self.errors.push(e);
+                return syn::parse_quote_spanned!(span=> ::core::unreachable!());
+            }
+        };
+        let before = self.errors.len();
+        validate::island(&island, &mut self.errors);
+        for arm in &mut island.arms {
+            self.visit_expr_mut(&mut arm.body);
+        }
+        let default = island.arms.iter().find(|a| a.is_default()).map(|a| a.body.clone());
+        let Some(tag) = &self.tag else {
+            return default.unwrap_or_else(|| syn::parse_quote_spanned!(span=> ::core::unreachable!()));
+        };
+        if self.errors.len() > before {
+            return default.unwrap_or_else(|| syn::parse_quote_spanned!(span=> ::core::unreachable!()));
+        }
+        let cx = expand::Context { function: &self.function, index, tag: &tag.name, expect_mismatch: self.expect_mismatch };
+        let select = expand::selection(&island, &cx);
+        self.items.push(expand::items(&island, &cx, &select));
+        select
+    }
+}
+
+impl VisitMut for Rewriter {
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        if let Expr::Macro(m) = expr
+            && is_island(&m.mac)
+        {
+            *expr = self.rewrite(&m.mac.clone());
+            return;
+        }
+        syn::visit_mut::visit_expr_mut(self, expr);
+    }
+
+    fn visit_stmt_mut(&mut self, stmt: &mut Stmt) {
+        if let Stmt::Macro(m) = stmt
+            && is_island(&m.mac)
+        {
+            let expr = self.rewrite(&m.mac.clone());
+            *stmt = Stmt::Expr(expr, m.semi_token);
+            return;
+        }
+        syn::visit_mut::visit_stmt_mut(self, stmt);
+    }
+}
+
+/// Launch kernels: the CubeCL kernel is renamed `__islands_kernel_<name>`, and `mod <name>`
+/// re-exports it with two launch paths in front: `launch` fills the tag from the client,
+/// `launch_with` takes any tag (to force an arm).
+fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> TokenStream {
+    let name = func.sig.ident.clone();
+    let inner = format_ident!("__islands_kernel_{}", name);
+    func.sig.ident = inner.clone();
+    let vis = &func.vis;
+    let generics = &func.sig.generics;
+    let (_, ty_generics, where_clause) = generics.split_for_impl();
+    let turbofish = ty_generics.as_turbofish();
+
+    let mut params = Vec::new();
+    let mut call = Vec::new();
+    let mut call_with = Vec::new();
+    for arg in &func.sig.inputs {
+        let FnArg::Typed(pt) = arg else { continue };
+        let Pat::Ident(pi) = &*pt.pat else { continue };
+        let ident = &pi.ident;
+        let is_tag = tag.is_some_and(|t| t == ident);
+        let comptime = pt.attrs.iter().any(|a| a.path().is_ident("comptime"));
+        if is_tag {
+            call.push(quote!(::island_runtime::Target::for_client(__client)));
+            call_with.push(quote!(#ident));
+            continue;
+        }
+        let ty = if comptime { let ty = &pt.ty; quote!(#ty) } else { runtime_arg(&pt.ty) };
+        params.push(quote!(#ident: #ty));
+        call.push(quote!(#ident));
+        call_with.push(quote!(#ident));
+    }
+    let tag_ident = tag.cloned().unwrap_or_else(|| Ident::new("target", Span::call_site()));
+    let doc_auto = format!(
+        "Launches `{name}` with the tag of `client`'s device: each island takes the arm of that \
+         device where its guard holds, and `default` otherwise."
+    );
+    let doc_with = format!("Launches `{name}` with an explicit tag, e.g. one that forces an arm.");
+    let checked = cube.launch.then(|| {
+        quote! {
+            #[doc = #doc_auto]
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch #generics (
+                __client: &::cubecl::prelude::Client,
+                __cube_count: ::cubecl::prelude::CubeCount,
+                __cube_dim: ::cubecl::prelude::CubeDim,
+                #(#params,)*
+            ) #where_clause {
+                super::#inner::launch #turbofish (__client, __cube_count, __cube_dim, #(#call),*)
+            }
+
+            #[doc = #doc_with]
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch_with #generics (
+                __client: &::cubecl::prelude::Client,
+                __cube_count: ::cubecl::prelude::CubeCount,
+                __cube_dim: ::cubecl::prelude::CubeDim,
+                #(#params,)*
+                #tag_ident: ::island_runtime::Target,
+            ) #where_clause {
+                super::#inner::launch #turbofish (__client, __cube_count, __cube_dim, #(#call_with),*)
+            }
+        }
+    });
+    let unchecked = cube.launch_unchecked.then(|| {
+        quote! {
+            #[doc = #doc_auto]
+            ///
+            /// # Safety
+            /// As for CubeCL's `launch_unchecked`: no out-of-bounds access, no endless loop.
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe fn launch_unchecked #generics (
+                __client: &::cubecl::prelude::Client,
+                __cube_count: ::cubecl::prelude::CubeCount,
+                __cube_dim: ::cubecl::prelude::CubeDim,
+                #(#params,)*
+            ) #where_clause {
+                unsafe { super::#inner::launch_unchecked #turbofish (__client, __cube_count, __cube_dim, #(#call),*) }
+            }
+
+            #[doc = #doc_with]
+            ///
+            /// # Safety
+            /// As for CubeCL's `launch_unchecked`: no out-of-bounds access, no endless loop.
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe fn launch_unchecked_with #generics (
+                __client: &::cubecl::prelude::Client,
+                __cube_count: ::cubecl::prelude::CubeCount,
+                __cube_dim: ::cubecl::prelude::CubeDim,
+                #(#params,)*
+                #tag_ident: ::island_runtime::Target,
+            ) #where_clause {
+                unsafe { super::#inner::launch_unchecked #turbofish (__client, __cube_count, __cube_dim, #(#call_with),*) }
+            }
+        }
+    });
+    let doc = format!("The kernel `{name}` and its launch paths (see `launch` and `launch_with`).");
+    quote! {
+        #[doc = #doc]
+        #[allow(unused_imports)]
+        #vis mod #name {
+            use super::*;
+            pub use super::#inner::*;
+            #checked
+            #unchecked
+        }
+    }
+}
+
+/// `RuntimeArg<T>` for a runtime parameter of type `&T`, `&mut T` or `T`.
+fn runtime_arg(ty: &Type) -> TokenStream {
+    let inner = match ty {
+        Type::Reference(r) => &*r.elem,
+        other => other,
+    };
+    quote!(::cubecl::RuntimeArg<#inner>)
+}

@@ -1,0 +1,329 @@
+//! Parsing `island! { … }` into [`Island`]. Only the shape of each piece is checked here;
+//! checks across arms live in `validate`.
+
+use crate::ast::*;
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, LitInt, LitStr, Token, Type, braced, parenthesized};
+
+/// Parses the tokens inside `island!{…}`; `span` is the invocation's path.
+pub fn island(span: Span, tokens: TokenStream) -> syn::Result<Island> {
+    let parser = move |input: ParseStream| parse_island(span, input);
+    parser.parse2(tokens)
+}
+
+fn parse_island(span: Span, input: ParseStream) -> syn::Result<Island> {
+    let proof = if input.peek(Ident) && input.peek2(syn::token::Paren) && input.fork().parse::<Ident>()? == "proof" {
+        Some(parse_proof(input)?)
+    } else {
+        None
+    };
+    let mut arms = Vec::new();
+    while !input.is_empty() {
+        arms.push(parse_arm(input)?);
+    }
+    Ok(Island { span, proof, arms })
+}
+
+fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
+    let kw: Ident = input.parse()?;
+    let content;
+    parenthesized!(content in input);
+    let params = content
+        .parse_terminated(parse_param, Token![,])?
+        .into_iter()
+        .collect();
+    let output = if input.peek(Token![->]) {
+        input.parse::<Token![->]>()?;
+        Some(input.parse::<Type>()?)
+    } else {
+        None
+    };
+    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, contract: None };
+    while input.peek(Token![,]) {
+        input.parse::<Token![,]>()?;
+        let key: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        match key.to_string().as_str() {
+            "cube_dim" => {
+                let lit: LitInt = input.parse()?;
+                let value: u32 = lit.base10_parse()?;
+                if value == 0 || value > 1024 {
+                    return Err(syn::Error::new(lit.span(), "cube_dim must be between 1 and 1024"));
+                }
+                sig.cube_dim = Some((value, lit.span()));
+            }
+            "contract" => sig.contract = Some(parse_contract(input)?),
+            other => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("unknown proof option `{other}`; expected `cube_dim = N` or `contract = …`"),
+                ));
+            }
+        }
+    }
+    input.parse::<Token![;]>().map_err(|e| {
+        syn::Error::new(e.span(), "expected `;` after the proof signature `proof(…) -> T`")
+    })?;
+    Ok(sig)
+}
+
+fn parse_param(input: ParseStream) -> syn::Result<ProofParam> {
+    let name: Ident = input.parse()?;
+    input.parse::<Token![:]>()?;
+    let ty: Type = input.parse()?;
+    let shape = match ty {
+        Type::Reference(r) => match *r.elem {
+            Type::Array(arr) => {
+                let len = match &arr.len {
+                    Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u32>()?,
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "the length of a per-cube input must be an integer literal",
+                        ));
+                    }
+                };
+                ParamShape::Cube { elem: *arr.elem, len, mutable: r.mutability.is_some() }
+            }
+            other => {
+                return Err(syn::Error::new(
+                    other.span(),
+                    "a proof input is a scalar `x: T` or a per-cube slice `x: &[T; N]` / `x: &mut [T; N]`",
+                ));
+            }
+        },
+        ty if input.peek(Token![=]) => {
+            input.parse::<Token![=]>()?;
+            ParamShape::Const { ty, value: input.parse()? }
+        }
+        ty => ParamShape::Lane(ty),
+    };
+    Ok(ProofParam { name, shape })
+}
+
+fn parse_contract(input: ParseStream) -> syn::Result<ContractSpec> {
+    let kind: Ident = input.parse()?;
+    let content;
+    parenthesized!(content in input);
+    let spec = match kind.to_string().as_str() {
+        "ulp" => {
+            let ulps: LitInt = content.parse()?;
+            content.parse::<Token![,]>()?;
+            let reason: LitStr = content.parse()?;
+            ContractSpec::Ulp { ulps: ulps.base10_parse()?, reason }
+        }
+        "nan_class" => ContractSpec::NanClass { reason: content.parse()? },
+        other => {
+            return Err(syn::Error::new(
+                kind.span(),
+                format!("unknown contract `{other}`; expected `ulp(N, \"reason\")` or `nan_class(\"reason\")`"),
+            ));
+        }
+    };
+    if let Some(reason) = match &spec {
+        ContractSpec::Ulp { reason, .. } | ContractSpec::NanClass { reason } => Some(reason),
+    } && reason.value().trim().is_empty()
+    {
+        return Err(syn::Error::new(reason.span(), "a non-exact contract must give its reason"));
+    }
+    Ok(spec)
+}
+
+fn parse_arm(input: ParseStream) -> syn::Result<Arm> {
+    let span = input.span();
+    let pattern = parse_pattern(input)?;
+    let (guard, guard_span) = if input.peek(Token![if]) {
+        let tok: Token![if] = input.parse()?;
+        (parse_guard(input)?, Some(tok.span))
+    } else {
+        (Vec::new(), None)
+    };
+    input.parse::<Token![=>]>().map_err(|e| {
+        syn::Error::new(e.span(), "expected `=>` after the arm's backends (`cuda | vulkan => …`)")
+    })?;
+    let body = if input.peek(syn::token::Brace) {
+        let content;
+        let brace = braced!(content in input);
+        let stmts = content.call(syn::Block::parse_within)?;
+        let block = syn::Block { brace_token: brace, stmts };
+        let body = Expr::Block(syn::ExprBlock { attrs: vec![], label: None, block });
+        if input.peek(Token![,]) {
+            input.parse::<Token![,]>()?;
+        }
+        body
+    } else {
+        let body: Expr = input.parse()?;
+        if !input.is_empty() {
+            input.parse::<Token![,]>().map_err(|e| {
+                syn::Error::new(e.span(), "expected `,` between island arms")
+            })?;
+        }
+        body
+    };
+    Ok(Arm { pattern, guard, guard_span, body, span })
+}
+
+fn parse_pattern(input: ParseStream) -> syn::Result<Pattern> {
+    let first = parse_key(input)?;
+    if first == DEFAULT {
+        if input.peek(Token![|]) {
+            return Err(syn::Error::new(first.span(), "`default` cannot be combined with backends"));
+        }
+        return Ok(Pattern::Default(first.span()));
+    }
+    let mut keys = vec![backend_key(first)?];
+    while input.peek(Token![|]) {
+        input.parse::<Token![|]>()?;
+        let next = parse_key(input)?;
+        if next == DEFAULT {
+            return Err(syn::Error::new(next.span(), "`default` cannot be combined with backends"));
+        }
+        keys.push(backend_key(next)?);
+    }
+    Ok(Pattern::Backends(keys))
+}
+
+fn parse_key(input: ParseStream) -> syn::Result<Ident> {
+    // `default` is a reserved word in some positions; accept any identifier-like token.
+    input.step(|cursor| match cursor.ident() {
+        Some((ident, rest)) => Ok((ident, rest)),
+        None => Err(cursor.error(expected_backend())),
+    })
+}
+
+fn expected_backend() -> String {
+    let names: Vec<&str> = BACKENDS.iter().map(|(k, _)| *k).collect();
+    format!("expected a backend ({}) or `default`", names.join(", "))
+}
+
+fn backend_key(ident: Ident) -> syn::Result<BackendKey> {
+    let name = ident.to_string();
+    match BACKENDS.iter().find(|(k, _)| *k == name) {
+        Some((_, variant)) => Ok(BackendKey { ident, variant }),
+        None => {
+            let names: Vec<&str> = BACKENDS.iter().map(|(k, _)| *k).collect();
+            Err(syn::Error::new(
+                ident.span(),
+                format!("unknown backend `{name}`; expected one of {} or `default`", names.join(", ")),
+            ))
+        }
+    }
+}
+
+fn parse_guard(input: ParseStream) -> syn::Result<Vec<Atom>> {
+    let mut atoms = vec![parse_atom(input)?];
+    while input.peek(Token![&&]) {
+        input.parse::<Token![&&]>()?;
+        atoms.push(parse_atom(input)?);
+    }
+    if input.peek(Token![||]) {
+        return Err(input.error("guards are conjunctions (`&&`); write one arm per alternative instead of `||`"));
+    }
+    Ok(atoms)
+}
+
+fn parse_atom(input: ParseStream) -> syn::Result<Atom> {
+    let name: Ident = input.parse()?;
+    let span = name.span();
+    let kind = match name.to_string().as_str() {
+        "sm" | "plane" => {
+            let op = parse_cmp(input).map_err(|_| {
+                syn::Error::new(span, format!("`{name}` needs a comparison, e.g. `{name} >= 32`"))
+            })?;
+            let lit: LitInt = input.parse()?;
+            let value = lit.base10_parse()?;
+            if name == "sm" { AtomKind::Sm(op, value) } else { AtomKind::Plane(op, value) }
+        }
+        "dp4a" => {
+            if input.peek(Token![==]) || input.peek(Token![>=]) || input.peek(Token![<]) {
+                return Err(syn::Error::new(span, "`dp4a` is a flag and takes no comparison"));
+            }
+            AtomKind::Dp4a
+        }
+        "cmma" => {
+            let content;
+            parenthesized!(content in input);
+            let elem = |c: ParseStream| -> syn::Result<String> {
+                let e: Ident = c.parse()?;
+                const ELEMS: &[&str] = &["i8", "u8", "i32", "f16", "bf16", "f32"];
+                if !ELEMS.contains(&e.to_string().as_str()) {
+                    return Err(syn::Error::new(
+                        e.span(),
+                        format!("unknown element type `{e}`; expected one of {}", ELEMS.join(", ")),
+                    ));
+                }
+                c.parse::<Token![,]>()?;
+                Ok(e.to_string())
+            };
+            let a = elem(&content)?;
+            let b = elem(&content)?;
+            let acc = elem(&content)?;
+            let dims: Vec<u32> = content
+                .parse_terminated(|c: ParseStream| c.parse::<LitInt>()?.base10_parse::<u32>(), Token![,])?
+                .into_iter()
+                .collect();
+            let [m, n, k] = dims[..] else {
+                return Err(syn::Error::new(span, "`cmma(a, b, acc, m, n, k)` needs three dimensions"));
+            };
+            AtomKind::Cmma { a, b, acc, m, n, k }
+        }
+        other => {
+            return Err(syn::Error::new(
+                span,
+                format!("unknown capability `{other}`; expected one of sm, plane, dp4a, cmma(…)"),
+            ));
+        }
+    };
+    Ok(Atom { kind })
+}
+
+fn parse_cmp(input: ParseStream) -> syn::Result<&'static str> {
+    Ok(if input.peek(Token![==]) {
+        input.parse::<Token![==]>()?;
+        "=="
+    } else if input.peek(Token![!=]) {
+        input.parse::<Token![!=]>()?;
+        "!="
+    } else if input.peek(Token![>=]) {
+        input.parse::<Token![>=]>()?;
+        ">="
+    } else if input.peek(Token![<=]) {
+        input.parse::<Token![<=]>()?;
+        "<="
+    } else if input.peek(Token![>]) {
+        input.parse::<Token![>]>()?;
+        ">"
+    } else if input.peek(Token![<]) {
+        input.parse::<Token![<]>()?;
+        "<"
+    } else {
+        return Err(input.error("expected a comparison"));
+    })
+}
+
+impl Parse for TagOption {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let key: Ident = input.parse()?;
+        match key.to_string().as_str() {
+            "tag" => {
+                input.parse::<Token![=]>()?;
+                Ok(TagOption::Tag(input.parse()?))
+            }
+            "expect_mismatch" => Ok(TagOption::ExpectMismatch),
+            other => Err(syn::Error::new(
+                key.span(),
+                format!("unknown #[islands] option `{other}`; expected `tag = name` or `expect_mismatch`"),
+            )),
+        }
+    }
+}
+
+/// One option of `#[islands(…)]`.
+pub enum TagOption {
+    /// `tag = name`: the function's tag parameter.
+    Tag(Ident),
+    /// `expect_mismatch`: a negative fixture; every arm's proof must fail.
+    ExpectMismatch,
+}

@@ -1,0 +1,101 @@
+//! Backends an island arm can be written for, and the runtimes that execute kernels.
+
+use serde::Serialize;
+use std::fmt;
+
+/// A GPU backend an island arm is keyed by (`cuda => …`).
+///
+/// The CPU is not a backend in this sense: it always takes the normative `default` arm, and
+/// executes accelerated arms only through their emulation, inside proofs.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// NVIDIA, through CubeCL's CUDA runtime.
+    Cuda,
+    /// AMD, through CubeCL's HIP runtime.
+    Hip,
+    /// Vulkan, through wgpu with CubeCL's SPIR-V compiler.
+    Vulkan,
+    /// Apple, through wgpu's MSL path or CubeCL's native Metal runtime.
+    Metal,
+    /// WebGPU, through wgpu with CubeCL's WGSL compiler.
+    WebGpu,
+}
+
+impl Backend {
+    /// Every backend, in the order the CLI and the docs list them.
+    pub const ALL: [Backend; 5] = [
+        Backend::Cuda,
+        Backend::Hip,
+        Backend::Vulkan,
+        Backend::Metal,
+        Backend::WebGpu,
+    ];
+
+    /// The keyword an arm uses for this backend.
+    pub const fn keyword(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cuda",
+            Backend::Hip => "hip",
+            Backend::Vulkan => "vulkan",
+            Backend::Metal => "metal",
+            Backend::WebGpu => "webgpu",
+        }
+    }
+
+    /// The backend an arm keyword names.
+    pub fn from_keyword(word: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.keyword() == word)
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
+/// The runtime that actually executes a kernel.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Executor {
+    /// CubeCL's CPU runtime: the oracle. Plane width 1, no plane operations, no cmma.
+    Cpu,
+    /// A GPU runtime of the given backend.
+    Device(Backend),
+    /// A runtime this version does not recognise (its `client.name()`); only `default` arms run.
+    Unknown(&'static str),
+}
+
+impl Executor {
+    /// Classifies a CubeCL client name (`client.name()`).
+    pub fn from_client_name(name: &'static str) -> Executor {
+        match name {
+            "cpu" => Executor::Cpu,
+            "cuda" => Executor::Device(Backend::Cuda),
+            "hip" => Executor::Device(Backend::Hip),
+            "metal" | "wgpu<msl>" => Executor::Device(Backend::Metal),
+            "wgpu<spirv>" => Executor::Device(Backend::Vulkan),
+            "wgpu<wgsl>" => Executor::Device(Backend::WebGpu),
+            other => Executor::Unknown(other),
+        }
+    }
+
+    /// The backend, for a GPU runtime.
+    pub const fn backend(self) -> Option<Backend> {
+        match self {
+            Executor::Device(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Executor::Cpu => f.write_str("cpu"),
+            Executor::Device(b) => write!(f, "{b}"),
+            Executor::Unknown(name) => write!(f, "unknown runtime `{name}`"),
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! What a device of a backend can do: the facts a guard is evaluated against and an emulation
+//! reproduces (plane width above all).
+
+use crate::capability::{Elem, Mma};
+use crate::{Backend, Executor};
+use cubecl::prelude::Client;
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Mutex;
+
+/// The capabilities of one device (or of a reference device of a backend).
+///
+/// A profile is part of the kernel's comptime tag, so a kernel compiled for one profile is
+/// cached apart from the same kernel compiled for another. It is `Copy` (its strings and
+/// shape lists are interned), so kernels pass the tag around freely.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+pub struct Profile {
+    /// The backend whose arms this device takes.
+    pub backend: Backend,
+    /// A short human name: the device's own, or the reference it stands for.
+    pub name: &'static str,
+    /// Plane width in lanes: 32 on NVIDIA, 32 or 64 on AMD, 8 on lavapipe, 32 on Apple.
+    pub plane: u32,
+    /// CUDA compute capability × 10 (90 on an H200); 0 on other backends.
+    pub sm: u32,
+    /// Whether `dp4a` lowers to a native instruction (`__dp4a`, `OpSDot`, `v_dot4_i32_i8`).
+    pub dp4a: bool,
+    /// Cooperative matrix shapes the device runs natively, sorted.
+    pub mma: &'static [Mma],
+}
+
+/// Interns a device name: a process sees few distinct ones, and a `Copy` tag needs `'static`.
+fn intern_name(name: &str) -> &'static str {
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = names.get(name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// Interns a sorted shape list, as [`intern_name`] does names.
+fn intern_shapes(shapes: Vec<Mma>) -> &'static [Mma] {
+    static SHAPES: Mutex<BTreeSet<&'static [Mma]>> = Mutex::new(BTreeSet::new());
+    let mut all = SHAPES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = all.get(shapes.as_slice()) {
+        return known;
+    }
+    let leaked: &'static [Mma] = Box::leak(shapes.into_boxed_slice());
+    all.insert(leaked);
+    leaked
+}
+
+const fn mma(a: Elem, b: Elem, acc: Elem, m: u32, n: u32, k: u32) -> Mma {
+    Mma { a, b, acc, m, n, k }
+}
+
+/// Tile shapes every tensor-core generation since Turing runs through WMMA.
+const CUDA_MMA: &[Mma] = &[
+    mma(Elem::I8, Elem::I8, Elem::I32, 16, 16, 16),
+    mma(Elem::U8, Elem::U8, Elem::I32, 16, 16, 16),
+    mma(Elem::F16, Elem::F16, Elem::F16, 16, 16, 16),
+    mma(Elem::F16, Elem::F16, Elem::F32, 16, 16, 16),
+    mma(Elem::BF16, Elem::BF16, Elem::F32, 16, 16, 16),
+];
+
+const RDNA_MMA: &[Mma] = &[
+    mma(Elem::I8, Elem::I8, Elem::I32, 16, 16, 16),
+    mma(Elem::F16, Elem::F16, Elem::F32, 16, 16, 16),
+];
+
+const METAL_MMA: &[Mma] = &[mma(Elem::F16, Elem::F16, Elem::F32, 8, 8, 8)];
+
+impl Profile {
+    const fn new(backend: Backend, name: &'static str, plane: u32, sm: u32, dp4a: bool, mma: &'static [Mma]) -> Profile {
+        Profile { backend, name, plane, sm, dp4a, mma }
+    }
+
+    /// The reference devices a proof emulates for `backend`: each arm is proven once per
+    /// reference profile its guard admits, so an arm for `hip` is proven at wave32 and wave64.
+    pub fn references(backend: Backend) -> Vec<Profile> {
+        match backend {
+            Backend::Cuda => vec![Profile::new(backend, "sm_90 (H200)", 32, 90, true, CUDA_MMA)],
+            Backend::Hip => vec![
+                Profile::new(backend, "gfx1100 (wave32)", 32, 0, true, RDNA_MMA),
+                Profile::new(backend, "gfx90a (wave64)", 64, 0, true, &[]),
+            ],
+            Backend::Vulkan => vec![
+                Profile::new(backend, "lavapipe (subgroup 8)", 8, 0, true, &[]),
+                Profile::new(backend, "desktop (subgroup 32)", 32, 0, true, &[]),
+            ],
+            Backend::Metal => vec![Profile::new(backend, "Apple GPU", 32, 0, false, METAL_MMA)],
+            Backend::WebGpu => vec![Profile::new(backend, "WebGPU (subgroup 32)", 32, 0, false, &[])],
+        }
+    }
+
+    /// The profile of the device behind `client`, or `None` for the CPU and for runtimes this
+    /// version does not recognise (those take `default` arms).
+    pub fn of_client(client: &Client) -> Option<Profile> {
+        let backend = Executor::from_client_name(client.name()).backend()?;
+        let props = client.properties();
+        let plane = props.hardware.plane_size_max;
+        let sm = match backend {
+            Backend::Cuda => sm_from_fingerprint(&props.identity.fingerprint),
+            _ => 0,
+        };
+        let dp4a = match backend {
+            // `__dp4a` exists from sm_61 on.
+            Backend::Cuda => sm >= 61,
+            // shaderIntegerDotProduct is a required Vulkan 1.3 feature; CubeCL falls back to its
+            // polyfill where a driver lacks it, which is still the same integer function.
+            Backend::Vulkan => true,
+            Backend::Hip => true,
+            Backend::Metal | Backend::WebGpu => false,
+        };
+        let mut mma: Vec<Mma> = client
+            .features()
+            .matmul
+            .cmma
+            .iter()
+            .filter_map(|c| {
+                Some(Mma {
+                    a: elem_of(c.a_type)?,
+                    b: elem_of(c.b_type)?,
+                    acc: elem_of(c.cd_type)?,
+                    m: c.m,
+                    n: c.n,
+                    k: c.k,
+                })
+            })
+            .collect();
+        mma.sort();
+        mma.dedup();
+        Some(Profile {
+            backend,
+            name: intern_name(&props.identity.name),
+            plane,
+            sm,
+            dp4a,
+            mma: intern_shapes(mma),
+        })
+    }
+
+    /// A copy with another plane width (a device whose subgroup size can be chosen).
+    pub fn with_plane(mut self, plane: u32) -> Profile {
+        self.plane = plane;
+        self
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} (plane {}", self.backend, self.name, self.plane)?;
+        if self.sm > 0 {
+            write!(f, ", sm {}", self.sm)?;
+        }
+        f.write_str(")")
+    }
+}
+
+fn sm_from_fingerprint(fingerprint: &str) -> u32 {
+    // `ptx_sm90` → 90
+    fingerprint
+        .rsplit("sm")
+        .next()
+        .and_then(|digits| digits.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        .unwrap_or(0)
+}
+
+fn elem_of(ty: cubecl::ir::ElemType) -> Option<Elem> {
+    use cubecl::ir::{ElemType, FloatKind, IntKind, UIntKind};
+    Some(match ty {
+        ElemType::Int(IntKind::I8) => Elem::I8,
+        ElemType::Int(IntKind::I32) => Elem::I32,
+        ElemType::UInt(UIntKind::U8) => Elem::U8,
+        ElemType::Float(FloatKind::F16) => Elem::F16,
+        ElemType::Float(FloatKind::BF16) => Elem::BF16,
+        ElemType::Float(FloatKind::F32) => Elem::F32,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_parses() {
+        assert_eq!(sm_from_fingerprint("ptx_sm90"), 90);
+        assert_eq!(sm_from_fingerprint("ptx_sm61"), 61);
+        assert_eq!(sm_from_fingerprint("hip-kernel_gfx1151"), 0);
+    }
+}

@@ -1,0 +1,462 @@
+//! Generated proofs: run an island with its tag forced to an arm and to `default`, on the same
+//! seeded inputs, and compare the output bytes.
+//!
+//! `#[islands]` lifts every island that declares a proof signature (`proof(a: i32, …) -> i32;`)
+//! into a standalone kernel whose lanes load the declared inputs, evaluate the island and store
+//! its value. The registry keeps a [`Lifted`] description of that kernel; [`prove`] runs it.
+//!
+//! Inputs: per-lane scalars (`a: i32`) or per-cube slices (`a: &[i8; 256]`, `acc: &mut [i32; 256]`,
+//! the latter also compared as an output). Edge values come first, random values after; the
+//! seed is printed with every failure and replays it (`ISLANDS_SEED`).
+
+use crate::contract::Contract;
+use crate::registry::{ArmEntry, Expect};
+use crate::target::Selection;
+use crate::value::{Rng, ValueKind, seed_for};
+use crate::{Profile, Target};
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+/// How an arm is proven.
+#[derive(Debug)]
+pub enum ProofSpec {
+    /// Through the island's lifted proof kernel.
+    Lifted(&'static Lifted),
+    /// Not provable as written, and why (an island without a proof signature).
+    Unprovable(&'static str),
+}
+
+/// The shape of one proof input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    /// One value per lane (`x: f32`).
+    Lane,
+    /// A slice of this many values per cube (`tile: &[i8; 256]`).
+    Cube(u32),
+}
+
+/// One parameter of a lifted island.
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub kind: ValueKind,
+    pub shape: Shape,
+    /// `&mut [T; N]`: written by the island, compared after the run.
+    pub mutable: bool,
+}
+
+/// A lifted island: its parameters, its value, its launch shape and its launcher.
+#[derive(Debug)]
+pub struct Lifted {
+    pub params: &'static [Param],
+    /// The per-lane value of the island, if it has one.
+    pub output: Option<ValueKind>,
+    /// Units per cube. Plane emulation needs whole planes: a multiple of the widest plane.
+    pub cube_dim: u32,
+    /// How the arm's result must relate to `default`'s.
+    pub contract: Contract,
+    /// Launches the lifted kernel.
+    pub launch: fn(&LaunchArgs<'_>),
+}
+
+/// What a generated launcher gets.
+pub struct LaunchArgs<'a> {
+    pub client: &'a Client,
+    pub cubes: u32,
+    pub cube_dim: u32,
+    /// One buffer per parameter, then the output buffer (if any).
+    pub buffers: Vec<(Handle, usize)>,
+    pub target: Target,
+}
+
+impl LaunchArgs<'_> {
+    pub fn cube_count(&self) -> CubeCount {
+        CubeCount::Static(self.cubes, 1, 1)
+    }
+
+    pub fn cube_dim(&self) -> CubeDim {
+        CubeDim::new_1d(self.cube_dim)
+    }
+
+    /// Buffer `i` as a kernel argument.
+    pub fn buffer(&self, i: usize) -> BufferArg {
+        let (handle, len) = &self.buffers[i];
+        // SAFETY: the handle was allocated by `prove` with exactly `len` elements of the type
+        // the lifted kernel declares for this parameter.
+        unsafe { BufferArg::from_raw_parts(handle.clone(), *len) }
+    }
+
+    pub fn target(&self) -> Target {
+        self.target.clone()
+    }
+}
+
+/// Settings of a proof run.
+#[derive(Clone, Debug)]
+pub struct ProofOptions {
+    /// Base seed; each (island, arm) derives its own from it.
+    pub seed: u64,
+    /// Cubes per launch: inputs per lane = cubes × cube_dim.
+    pub cubes: u32,
+}
+
+impl Default for ProofOptions {
+    fn default() -> Self {
+        let seed = std::env::var("ISLANDS_SEED")
+            .ok()
+            .and_then(|s| parse_seed(&s))
+            .unwrap_or(0x15_1A_4D_5E_ED);
+        ProofOptions { seed, cubes: 8 }
+    }
+}
+
+fn parse_seed(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// The conclusion of one proof run (one arm, one reference profile).
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Byte-equal to `default` (or within the declared contract).
+    Proven,
+    /// Differs from `default`.
+    Mismatch { report: String },
+    /// Could not be proven, and why. Never counted as passed.
+    Unproven { reason: String },
+    /// The run itself failed (compilation, launch).
+    Error { reason: String },
+}
+
+/// One row of a proof report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProofRun {
+    pub island: &'static str,
+    pub arm: &'static str,
+    /// The reference profile whose semantics the arm was run with.
+    pub profile: String,
+    /// The runtime that executed both runs (`client.name()`), and how the arm was lowered.
+    pub executed_on: String,
+    pub lowering: &'static str,
+    pub contract: String,
+    pub inputs: usize,
+    pub seed: String,
+    #[serde(serialize_with = "ser_duration")]
+    pub time: Duration,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    pub expect: Expect,
+}
+
+fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1e3)
+}
+
+impl ProofRun {
+    /// Whether this run meets its expectation: proven for a normal arm, a mismatch for a
+    /// negative fixture. Unproven and errors never pass.
+    pub fn passed(&self) -> bool {
+        match (&self.verdict, self.expect) {
+            (Verdict::Proven, Expect::Equal) => true,
+            (Verdict::Mismatch { .. }, Expect::Mismatch) => true,
+            _ => false,
+        }
+    }
+
+    /// A short verdict word for tables.
+    pub fn verdict_word(&self) -> &'static str {
+        match (&self.verdict, self.expect) {
+            (Verdict::Proven, Expect::Equal) => "proven",
+            (Verdict::Mismatch { .. }, Expect::Mismatch) => "caught",
+            (Verdict::Proven, Expect::Mismatch) => "MISSED",
+            (Verdict::Mismatch { .. }, Expect::Equal) => "MISMATCH",
+            (Verdict::Unproven { .. }, _) => "unproven",
+            (Verdict::Error { .. }, _) => "ERROR",
+        }
+    }
+
+    /// The verdict's text (failure report, reason), if any.
+    pub fn detail(&self) -> Option<&str> {
+        match &self.verdict {
+            Verdict::Proven => None,
+            Verdict::Mismatch { report } => Some(report),
+            Verdict::Unproven { reason } | Verdict::Error { reason } => Some(reason),
+        }
+    }
+}
+
+/// The reference profiles an arm is proven under: every reference profile of each of its
+/// backends that its guard admits. Empty when the guard admits none (reported unproven).
+pub fn profiles_for(entry: &ArmEntry) -> Vec<Profile> {
+    let spec = entry.spec();
+    spec.backends
+        .iter()
+        .flat_map(|b| Profile::references(*b))
+        .filter(|p| spec.guard.holds(p))
+        .collect()
+}
+
+/// Proves one arm on `client`: one run per reference profile.
+pub fn prove(entry: &'static ArmEntry, client: &Client, options: &ProofOptions) -> Vec<ProofRun> {
+    let spec = entry.spec();
+    let base = |profile: String, verdict: Verdict| ProofRun {
+        island: entry.site.id,
+        arm: spec.label,
+        profile,
+        executed_on: client.name().to_string(),
+        lowering: "-",
+        contract: "-".into(),
+        inputs: 0,
+        seed: format!("{:#x}", options.seed),
+        time: Duration::ZERO,
+        verdict,
+        expect: entry.expect,
+    };
+    let lifted = match &entry.proof {
+        ProofSpec::Lifted(l) => *l,
+        ProofSpec::Unprovable(reason) => {
+            return vec![base("-".into(), Verdict::Unproven { reason: reason.to_string() })];
+        }
+    };
+    let profiles = profiles_for(entry);
+    if profiles.is_empty() {
+        let reason = format!(
+            "no reference profile of `{}` satisfies the guard `{}`",
+            spec.label, spec.guard
+        );
+        return vec![base("-".into(), Verdict::Unproven { reason })];
+    }
+    profiles
+        .into_iter()
+        .map(|profile| prove_one(entry, lifted, profile, client, options))
+        .collect()
+}
+
+fn prove_one(
+    entry: &'static ArmEntry,
+    lifted: &'static Lifted,
+    profile: Profile,
+    client: &Client,
+    options: &ProofOptions,
+) -> ProofRun {
+    let start = Instant::now();
+    let spec = entry.spec();
+    let seed = seed_for(options.seed, &format!("{}@{}", entry.name(), profile.name));
+    let arm_target = Target::forced(profile.clone(), client).only(entry.site.id);
+    let default_target = Target::default_arms(client);
+    let mut run = ProofRun {
+        island: entry.site.id,
+        arm: spec.label,
+        profile: profile.to_string(),
+        executed_on: client.name().to_string(),
+        lowering: if arm_target.is_native() { "native" } else { "emulated" },
+        contract: lifted.contract.to_string(),
+        inputs: 0,
+        seed: format!("{:#x}", options.seed),
+        time: Duration::ZERO,
+        verdict: Verdict::Proven,
+        expect: entry.expect,
+    };
+
+    // A proof that silently compared `default` with itself would prove nothing: the forced tag
+    // must select exactly this arm.
+    match arm_target.explain(entry.site) {
+        Selection::Arm(i) if i == entry.arm => {}
+        other => {
+            run.verdict = Verdict::Error {
+                reason: format!("the forced tag does not select arm `{}`: {other:?}", spec.label),
+            };
+            return run;
+        }
+    }
+    if lifted.cube_dim % profile.plane != 0 {
+        run.verdict = Verdict::Unproven {
+            reason: format!(
+                "cube_dim {} is not a whole number of {}-lane planes; declare `cube_dim = {}` in the proof signature",
+                lifted.cube_dim,
+                profile.plane,
+                lifted.cube_dim.next_multiple_of(profile.plane)
+            ),
+        };
+        return run;
+    }
+
+    let cubes = options.cubes;
+    let lanes = (cubes * lifted.cube_dim) as usize;
+    let mut rng = Rng::new(seed);
+    let inputs: Vec<Vec<u8>> = lifted
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| p.kind.generate(count(p.shape, lanes, cubes), i, &mut rng))
+        .collect();
+    run.inputs = lanes;
+
+    let outcome = (|| -> Result<Option<String>, String> {
+        let arm = execute(client, lifted, cubes, &inputs, arm_target.clone(), 0xa5)?;
+        let default = execute(client, lifted, cubes, &inputs, default_target.clone(), 0x5a)?;
+        Ok(compare(entry, lifted, &profile, client, &arm_target, &inputs, &arm, &default, (options.seed, seed), lanes))
+    })();
+    run.verdict = match outcome {
+        Ok(None) => Verdict::Proven,
+        Ok(Some(report)) => Verdict::Mismatch { report },
+        Err(reason) => Verdict::Error { reason },
+    };
+    run.time = start.elapsed();
+    run
+}
+
+fn count(shape: Shape, lanes: usize, cubes: u32) -> usize {
+    match shape {
+        Shape::Lane => lanes,
+        Shape::Cube(n) => (n * cubes) as usize,
+    }
+}
+
+/// The buffers a run compares: each mutable parameter, then the value.
+struct Outputs(Vec<(String, ValueKind, Vec<u8>)>);
+
+fn execute(
+    client: &Client,
+    lifted: &'static Lifted,
+    cubes: u32,
+    inputs: &[Vec<u8>],
+    target: Target,
+    poison: u8,
+) -> Result<Outputs, String> {
+    let lanes = (cubes * lifted.cube_dim) as usize;
+    let mut buffers: Vec<(Handle, usize)> = inputs
+        .iter()
+        .zip(lifted.params)
+        .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / p.kind.size()))
+        .collect();
+    if let Some(kind) = lifted.output {
+        // Poisoned differently in the two runs, so a lane neither run writes still differs.
+        let poisoned = vec![poison; lanes * kind.size()];
+        buffers.push((client.create_from_slice(&poisoned), lanes));
+    }
+    let handles: Vec<Handle> = buffers.iter().map(|(h, _)| h.clone()).collect();
+    let args = LaunchArgs { client, cubes, cube_dim: lifted.cube_dim, buffers, target };
+    let launched = catch_unwind(AssertUnwindSafe(|| (lifted.launch)(&args)));
+    if let Err(panic) = launched {
+        return Err(format!("launch panicked: {}", panic_text(&panic)));
+    }
+    let mut outputs = Vec::new();
+    for (i, p) in lifted.params.iter().enumerate() {
+        if p.mutable {
+            outputs.push((p.name.to_string(), p.kind, read(client, handles[i].clone())?));
+        }
+    }
+    if let Some(kind) = lifted.output {
+        outputs.push(("value".to_string(), kind, read(client, handles[lifted.params.len()].clone())?));
+    }
+    Ok(Outputs(outputs))
+}
+
+/// Reads a buffer back; a kernel that failed to compile surfaces here.
+pub fn read(client: &Client, handle: Handle) -> Result<Vec<u8>, String> {
+    match catch_unwind(AssertUnwindSafe(|| client.read_one(handle))) {
+        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
+        Ok(Err(e)) => Err(first_lines(&e.to_string(), 12)),
+        Err(panic) => Err(format!("reading the result panicked: {}", panic_text(&panic))),
+    }
+}
+
+/// The message of a caught panic.
+pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let text = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "<non-string panic>".into());
+    first_lines(&text, 12)
+}
+
+fn first_lines(text: &str, n: usize) -> String {
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(n + 1).collect();
+    if lines.len() > n {
+        lines.truncate(n);
+        lines.push("…");
+    }
+    lines.join("\n")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare(
+    entry: &ArmEntry,
+    lifted: &Lifted,
+    profile: &Profile,
+    client: &Client,
+    arm_target: &Target,
+    inputs: &[Vec<u8>],
+    arm: &Outputs,
+    default: &Outputs,
+    (base_seed, seed): (u64, u64),
+    lanes: usize,
+) -> Option<String> {
+    for ((name, kind, got), (_, _, want)) in arm.0.iter().zip(&default.0) {
+        let n = got.len() / kind.size();
+        let differing: Vec<usize> = (0..n)
+            .filter(|&i| !lifted.contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i)))
+            .collect();
+        let Some(&first) = differing.first() else { continue };
+        let mut r = String::new();
+        let _ = writeln!(r, "island `{}` arm `{}` differs from `default`", entry.site.id, entry.spec().label);
+        let _ = writeln!(r, "  written at {}", entry.location());
+        let _ = writeln!(r, "  arm semantics: {profile}");
+        let _ = writeln!(
+            r,
+            "  executed on: `{}` runtime ({}), default arm on the same runtime",
+            client.name(),
+            arm_target
+        );
+        let _ = writeln!(r, "  contract: {}", lifted.contract);
+        let _ = writeln!(
+            r,
+            "  output `{name}` [{kind}]: first differing index {first} (cube {}, {}), {} of {n} elements differ",
+            cube_of(lifted, name, first),
+            position_of(lifted, name, first),
+            differing.len()
+        );
+        let _ = writeln!(r, "    arm     = {}", kind.show(kind.bits_at(got, first)));
+        let _ = writeln!(r, "    default = {}", kind.show(kind.bits_at(want, first)));
+        if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {
+            let shown: Vec<String> = lifted
+                .params
+                .iter()
+                .zip(inputs)
+                .map(|(p, bytes)| format!("{} = {}", p.name, p.kind.show(p.kind.bits_at(bytes, first))))
+                .collect();
+            let _ = writeln!(r, "    inputs at that lane: {}", shown.join(", "));
+        }
+        let _ = write!(
+            r,
+            "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
+            entry.name()
+        );
+        return Some(r);
+    }
+    None
+}
+
+fn cube_of(lifted: &Lifted, name: &str, index: usize) -> usize {
+    match lifted.params.iter().find(|p| p.name == name).map(|p| p.shape) {
+        Some(Shape::Cube(n)) => index / n as usize,
+        _ => index / lifted.cube_dim as usize,
+    }
+}
+
+fn position_of(lifted: &Lifted, name: &str, index: usize) -> String {
+    match lifted.params.iter().find(|p| p.name == name).map(|p| p.shape) {
+        Some(Shape::Cube(n)) => format!("element {}", index % n as usize),
+        _ => format!("lane {}", index % lifted.cube_dim as usize),
+    }
+}

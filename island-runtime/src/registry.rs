@@ -1,0 +1,85 @@
+//! The registry of accelerated arms, filled by `#[islands]` through `inventory`.
+//!
+//! Every accelerated arm of every island in every linked crate submits one [`ArmEntry`]. The
+//! entries are plain data (strings, constants and function pointers), read once and sorted.
+
+use crate::proof::ProofSpec;
+use crate::target::{ArmSpec, Site};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// What a proof of an arm is expected to conclude.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// The arm equals `default`: the normal case.
+    Equal,
+    /// A negative fixture: the arm is deliberately wrong and its proof must find a mismatch.
+    Mismatch,
+}
+
+/// One accelerated arm of one island.
+#[derive(Debug)]
+pub struct ArmEntry {
+    /// The crate that wrote the island (`CARGO_PKG_NAME`).
+    pub krate: &'static str,
+    /// The function holding the island, with its module path.
+    pub function: &'static str,
+    /// The island.
+    pub site: &'static Site,
+    /// The arm's index in `site.arms`.
+    pub arm: usize,
+    /// Where the arm is written.
+    pub file: &'static str,
+    pub line: u32,
+    pub column: u32,
+    /// How its proof runs.
+    pub proof: ProofSpec,
+    /// What the proof must conclude.
+    pub expect: Expect,
+}
+
+inventory::collect!(ArmEntry);
+
+impl ArmEntry {
+    /// The arm's key.
+    pub fn spec(&self) -> &'static ArmSpec {
+        &self.site.arms[self.arm]
+    }
+
+    /// `island-id::arm-label`, the name of its test.
+    pub fn name(&self) -> String {
+        format!("{}::{}", self.site.id, self.spec().label.replace(' ', ""))
+    }
+
+    /// `file:line:column`.
+    pub fn location(&self) -> String {
+        format!("{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Every registered arm, sorted by name. Two registrations under one name are a bug in the
+/// crates that wrote them (an island id must be unique), reported by [`duplicates`].
+pub fn arms() -> &'static [&'static ArmEntry] {
+    static ARMS: OnceLock<Vec<&'static ArmEntry>> = OnceLock::new();
+    ARMS.get_or_init(|| {
+        let mut all: Vec<&'static ArmEntry> = inventory::iter::<ArmEntry>.into_iter().collect();
+        all.sort_by_key(|e| (e.name(), e.location()));
+        all
+    })
+}
+
+/// Names registered more than once.
+pub fn duplicates() -> Vec<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for e in arms() {
+        *seen.entry(e.name()).or_default() += 1;
+    }
+    seen.into_iter().filter(|(_, n)| *n > 1).map(|(name, _)| name).collect()
+}
+
+/// The registered arms of one crate.
+pub fn arms_of(krate: &str) -> Vec<&'static ArmEntry> {
+    arms().iter().copied().filter(|e| e.krate == krate).collect()
+}

@@ -1,0 +1,231 @@
+//! The target tag: the comptime value every island matches on.
+//!
+//! A tag answers two separate questions, and keeping them apart is what lets any arm run on
+//! the CPU:
+//! - **which arms** are selected: the [`Profile`] of the backend whose arms are taken (or none,
+//!   for `default` everywhere), optionally restricted to one island;
+//! - **who executes**: the [`Executor`] and its plane width. An intrinsic inside an arm lowers
+//!   natively when the executor is the device the arm was selected for, and to its emulation of
+//!   that device's semantics otherwise (the CPU runtime running a `cuda` arm, say).
+
+use crate::capability::Guard;
+use crate::{Backend, Executor, Profile};
+use cubecl::prelude::Client;
+use serde::Serialize;
+use std::fmt;
+
+/// One island as the kernel sees it: a stable id and its accelerated arms, in source order.
+/// `default` is not listed: it is what [`Target::select`] answers when no arm is taken.
+#[derive(Debug)]
+pub struct Site {
+    /// `crate::module::kernel#n`: stable across builds (no line numbers in it).
+    pub id: &'static str,
+    /// The accelerated arms, in source order.
+    pub arms: &'static [ArmSpec],
+}
+
+/// An accelerated arm's key: the backends it is written for and its guard.
+#[derive(Debug)]
+pub struct ArmSpec {
+    /// The arm's pattern as written, e.g. `cuda | hip`.
+    pub label: &'static str,
+    /// The backends of the pattern.
+    pub backends: &'static [Backend],
+    /// The capability guard (`if …`), empty when none.
+    pub guard: Guard,
+}
+
+impl ArmSpec {
+    /// Whether this arm is taken for `profile`.
+    pub fn admits(&self, profile: &Profile) -> bool {
+        self.backends.contains(&profile.backend) && self.guard.holds(profile)
+    }
+}
+
+/// Which islands may take an accelerated arm.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+pub enum Scope {
+    /// Every island of the kernel.
+    All,
+    /// Only the island with this id; every other island takes `default`.
+    Island(&'static str),
+}
+
+/// The runtime executing the kernel, as far as lowering needs to know.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+pub struct Exec {
+    pub executor: Executor,
+    /// The plane width the hardware really has (1 on the CPU).
+    pub plane: u32,
+}
+
+impl Exec {
+    /// The executor behind `client`.
+    pub fn of_client(client: &Client) -> Exec {
+        let executor = Executor::from_client_name(client.name());
+        let plane = match executor {
+            Executor::Cpu => 1,
+            _ => client.properties().hardware.plane_size_max.max(1),
+        };
+        Exec { executor, plane }
+    }
+}
+
+/// The comptime tag of a kernel with islands. See the module docs. `Copy`, so a kernel can
+/// hand it to every helper it calls.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+pub struct Target {
+    arms: Option<Profile>,
+    scope: Scope,
+    exec: Exec,
+}
+
+/// Why an island took the arm it took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// The accelerated arm at this index.
+    Arm(usize),
+    /// `default`, and why.
+    Default(DefaultReason),
+}
+
+/// Why `default` was taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DefaultReason {
+    /// The tag selects `default` everywhere (CPU, unknown runtime, or forced).
+    NoAcceleration,
+    /// The tag restricts acceleration to another island.
+    OutOfScope,
+    /// No arm is written for the backend.
+    NoArm(Backend),
+    /// Arms exist for the backend, but the device meets none of their guards.
+    GuardUnmet { arm: &'static str, unmet: String },
+}
+
+impl fmt::Display for DefaultReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DefaultReason::NoAcceleration => f.write_str("the tag selects default arms"),
+            DefaultReason::OutOfScope => f.write_str("another island is under test"),
+            DefaultReason::NoArm(b) => write!(f, "no arm for {b}"),
+            DefaultReason::GuardUnmet { arm, unmet } => {
+                write!(f, "arm `{arm}` needs `{unmet}`, which the device lacks")
+            }
+        }
+    }
+}
+
+impl Target {
+    /// The tag a launch fills in by itself: the arms of the device behind `client` where it is
+    /// a GPU this version recognises, `default` everywhere otherwise (logged).
+    pub fn for_client(client: &Client) -> Target {
+        let exec = Exec::of_client(client);
+        let arms = Profile::of_client(client);
+        if let Executor::Unknown(name) = exec.executor {
+            log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
+        }
+        Target { arms, scope: Scope::All, exec }
+    }
+
+    /// `default` in every island, executed by `client`'s runtime.
+    pub fn default_arms(client: &Client) -> Target {
+        Target { arms: None, scope: Scope::All, exec: Exec::of_client(client) }
+    }
+
+    /// The arms `profile` selects, executed by `client`'s runtime: natively where that runtime
+    /// is the profile's device, through each intrinsic's emulation otherwise.
+    pub fn forced(profile: Profile, client: &Client) -> Target {
+        Target { arms: Some(profile), scope: Scope::All, exec: Exec::of_client(client) }
+    }
+
+    /// A tag from its parts, for code generation without a client.
+    pub fn from_parts(arms: Option<Profile>, exec: Exec) -> Target {
+        Target { arms, scope: Scope::All, exec }
+    }
+
+    /// The same tag, with acceleration restricted to island `id`.
+    pub fn only(mut self, id: &'static str) -> Target {
+        self.scope = Scope::Island(id);
+        self
+    }
+
+    /// The profile whose arms are selected, if any.
+    pub fn arms(&self) -> Option<&Profile> {
+        self.arms.as_ref()
+    }
+
+    /// The runtime executing the kernel.
+    pub fn exec(&self) -> Exec {
+        self.exec
+    }
+
+    /// Whether an intrinsic inside a selected arm lowers natively: the executor is the device
+    /// the arm was selected for, at the same plane width. Otherwise it must emulate.
+    pub fn is_native(&self) -> bool {
+        match &self.arms {
+            Some(p) => self.exec.executor == Executor::Device(p.backend) && self.exec.plane == p.plane,
+            None => false,
+        }
+    }
+
+    /// The plane width whose semantics an arm's plane operations must reproduce: the selected
+    /// profile's, or the hardware's when no arm is selected.
+    pub fn plane(&self) -> u32 {
+        self.arms.as_ref().map_or(self.exec.plane, |p| p.plane)
+    }
+
+    /// Which arm of `site` this tag takes, and why.
+    pub fn explain(&self, site: &Site) -> Selection {
+        let Some(profile) = &self.arms else {
+            return Selection::Default(DefaultReason::NoAcceleration);
+        };
+        if let Scope::Island(id) = self.scope
+            && id != site.id
+        {
+            return Selection::Default(DefaultReason::OutOfScope);
+        }
+        let mut unmet = None;
+        for (i, arm) in site.arms.iter().enumerate() {
+            if !arm.backends.contains(&profile.backend) {
+                continue;
+            }
+            match arm.guard.first_unmet(profile) {
+                None => return Selection::Arm(i),
+                Some(atom) => {
+                    unmet.get_or_insert(DefaultReason::GuardUnmet { arm: arm.label, unmet: atom.to_string() });
+                }
+            }
+        }
+        Selection::Default(unmet.unwrap_or(DefaultReason::NoArm(profile.backend)))
+    }
+
+    /// The index of the arm taken in `site`; `site.arms.len()` means `default`.
+    ///
+    /// Called by the code `island!` expands to, while the kernel is expanded: a comptime
+    /// decision, so only the taken arm is lowered.
+    pub fn select(&self, site: &Site) -> usize {
+        match self.explain(site) {
+            Selection::Arm(i) => i,
+            Selection::Default(reason) => {
+                if matches!(reason, DefaultReason::GuardUnmet { .. }) {
+                    log::info!("islands: {} takes `default`: {reason}", site.id);
+                }
+                site.arms.len()
+            }
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.arms {
+            None => write!(f, "default arms on {}", self.exec.executor)?,
+            Some(p) if self.is_native() => write!(f, "{p} arms, native")?,
+            Some(p) => write!(f, "{p} arms, emulated on {}", self.exec.executor)?,
+        }
+        if let Scope::Island(id) = self.scope {
+            write!(f, ", only {id}")?;
+        }
+        Ok(())
+    }
+}
