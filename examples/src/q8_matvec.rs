@@ -22,8 +22,12 @@ use island_runtime::prelude::*;
 pub const BLOCK: usize = 32;
 /// Lanes per row: one 32-lane plane computes one output.
 pub const LANES: u32 = 32;
-/// Rows per cube.
-pub const ROWS_PER_CUBE: u32 = 4;
+
+/// Rows per cube: 4 on a GPU; 1 on the CPU runtime, which gives every unit of a cube with
+/// barriers its own thread (the `default` row sum synchronises the cube).
+pub fn rows_per_cube(client: &Client) -> u32 {
+    if client.name() == "cpu" { 1 } else { 4 }
+}
 
 /// The dot product of one weight word with one activation word, accumulated.
 #[islands]
@@ -41,7 +45,7 @@ pub fn dot_word(w: i32, x: i32, acc: i32, #[comptime] target: Target) -> i32 {
 #[cube]
 pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(value: f32) -> f32, cube_dim = 64;
+        proof(value: f32) -> f32, cube_dim = 32;
         cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::<f32>(value, target),
         default => portable::tree_sum::<f32>(value, 32u32),
     }
@@ -103,9 +107,10 @@ pub fn matvec_q8_0(
     xd: &[f32],
     y: &mut [f32],
     #[comptime] blocks_per_row: usize,
+    #[comptime] rows_per_cube: u32,
 ) {
     let lane = (UNIT_POS % LANES) as usize;
-    let row = CUBE_POS * ROWS_PER_CUBE as usize + (UNIT_POS / LANES) as usize;
+    let row = CUBE_POS * rows_per_cube as usize + (UNIT_POS / LANES) as usize;
     let rows = y.len();
     let mut acc = 0.0f32;
     if row < rows {
@@ -295,6 +300,7 @@ impl Problem {
     pub fn launch(&self, client: &Client, target: Option<Target>) {
         let blocks = self.cols / BLOCK;
         let target = target.unwrap_or_else(|| Target::for_client(client));
+        let rows_per_cube = rows_per_cube(client);
         // SAFETY: every handle was allocated by `new` with the element count given here.
         unsafe {
             quantize_q8_1::launch(
@@ -307,14 +313,15 @@ impl Problem {
             );
             matvec_q8_0::launch_with(
                 client,
-                CubeCount::Static((self.rows as u32).div_ceil(ROWS_PER_CUBE), 1, 1),
-                CubeDim::new_1d(LANES * ROWS_PER_CUBE),
+                CubeCount::Static((self.rows as u32).div_ceil(rows_per_cube), 1, 1),
+                CubeDim::new_1d(LANES * rows_per_cube),
                 BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 8),
                 BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
                 BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),
                 BufferArg::from_raw_parts(self.y.clone(), self.rows),
                 blocks,
+                rows_per_cube,
                 target,
             );
         }

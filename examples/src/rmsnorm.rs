@@ -6,18 +6,22 @@
 //! bit. `sqrt` and `/` are correctly rounded on every backend CubeCL targets by default, and
 //! the only `a·b + c` is an explicit `fma`, so nothing is left for a compiler to contract.
 
-use crate::q8_matvec::{LANES, ShapeError, pairwise_sum, row_sum};
+use crate::q8_matvec::{LANES, ShapeError, pairwise_sum, row_sum, rows_per_cube};
 use cubecl::prelude::*;
 use island_runtime::prelude::*;
 
-/// Rows per cube.
-pub const ROWS_PER_CUBE: u32 = 4;
-
 #[islands]
 #[cube(launch)]
-pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] cols: usize) {
+pub fn rmsnorm(
+    x: &[f32],
+    w: &[f32],
+    y: &mut [f32],
+    eps: f32,
+    #[comptime] cols: usize,
+    #[comptime] rows_per_cube: u32,
+) {
     let lane = (UNIT_POS % LANES) as usize;
-    let row = CUBE_POS * ROWS_PER_CUBE as usize + (UNIT_POS / LANES) as usize;
+    let row = CUBE_POS * rows_per_cube as usize + (UNIT_POS / LANES) as usize;
     let rows = y.len() / cols;
     let base = row * cols;
     let mut ss = 0.0f32;
@@ -69,16 +73,18 @@ pub unsafe fn launch(
     eps: f32,
     target: Target,
 ) {
+    let rows_per_cube = rows_per_cube(client);
     unsafe {
         rmsnorm::launch_with(
             client,
-            CubeCount::Static((rows as u32).div_ceil(ROWS_PER_CUBE), 1, 1),
-            CubeDim::new_1d(LANES * ROWS_PER_CUBE),
+            CubeCount::Static((rows as u32).div_ceil(rows_per_cube), 1, 1),
+            CubeDim::new_1d(LANES * rows_per_cube),
             BufferArg::from_raw_parts(x.clone(), rows * cols),
             BufferArg::from_raw_parts(w.clone(), cols),
             BufferArg::from_raw_parts(y.clone(), rows * cols),
             eps,
             cols,
+            rows_per_cube,
             target,
         );
     }

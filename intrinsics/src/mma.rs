@@ -17,14 +17,35 @@ use island_runtime::emulation;
 /// Tile edge.
 pub const TILE: usize = 16;
 
-/// `acc += a · b` for i8 tiles with i32 accumulation; `a` is 16×(16·k_tiles) with row stride
-/// `lda`, `b` is (16·k_tiles)×16 with row stride `ldb`, `acc` is 16×16 with row stride `ldc`.
+/// How a tile is laid out in memory.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum Layout {
+    /// Element `(r, c)` at `r * stride + c`.
+    RowMajor,
+    /// Element `(r, c)` at `c * stride + r`.
+    ColMajor,
+}
+
+impl Layout {
+    fn cmma(self) -> cmma::MatrixLayout {
+        match self {
+            Layout::RowMajor => cmma::MatrixLayout::RowMajor,
+            Layout::ColMajor => cmma::MatrixLayout::ColMajor,
+        }
+    }
+}
+
+/// `acc += a · b` for i8 tiles with i32 accumulation; `a` is 16×(16·k_tiles) row-major with
+/// stride `lda`, `b` is (16·k_tiles)×16 laid out as `b_layout` with stride `ldb`, `acc` is
+/// 16×16 row-major with stride `ldc`.
+#[allow(clippy::too_many_arguments)]
 #[cube]
 pub fn tile_i8(
     a: &[i8],
     lda: u32,
     b: &[i8],
     ldb: u32,
+    #[comptime] b_layout: Layout,
     acc: &mut [i32],
     ldc: u32,
     #[comptime] k_tiles: u32,
@@ -43,7 +64,11 @@ pub fn tile_i8(
         #[unroll]
         for kt in 0..k_tiles {
             let a_off = (kt * 16) as usize;
-            let b_off = (kt * 16 * ldb) as usize;
+            // Where the k-th step of B starts: 16 rows down, or 16 columns right.
+            let b_off = match b_layout {
+                Layout::RowMajor => (kt * 16 * ldb) as usize,
+                Layout::ColMajor => ((kt * 16) as usize).runtime(),
+            };
             let fa = cmma::Matrix::<i8>::from_slice(
                 cmma::MatrixIdent::A,
                 TILE,
@@ -58,7 +83,7 @@ pub fn tile_i8(
                 TILE,
                 TILE,
                 TILE,
-                cmma::MatrixLayout::RowMajor,
+                comptime!(b_layout.cmma()),
                 &b[b_off..b.len()],
                 ldb,
             );
@@ -76,7 +101,10 @@ pub fn tile_i8(
             let mut sum = acc[(row * ldc + col) as usize];
             for k in 0..k_tiles * 16 {
                 let x = i32::cast_from(a[(row * lda + k) as usize]);
-                let y = i32::cast_from(b[(k * ldb + col) as usize]);
+                let y = match b_layout {
+                    Layout::RowMajor => i32::cast_from(b[(k * ldb + col) as usize]),
+                    Layout::ColMajor => i32::cast_from(b[(col * ldb + k) as usize]),
+                };
                 sum += x * y;
             }
             acc[(row * ldc + col) as usize] = sum;

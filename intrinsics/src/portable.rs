@@ -6,28 +6,34 @@ use cubecl::prelude::*;
 use island_runtime::emulation::MAX_CUBE_UNITS;
 
 /// The sum of `value` over each group of `width` consecutive units, received by every unit of
-/// the group: a pairwise tree in shared memory, neighbours first
-/// (`((x0 + x1) + (x2 + x3)) + …`), the order of a plane butterfly.
+/// the group: a pairwise tree, neighbours first (`((x0 + x1) + (x2 + x3)) + …`), the order of
+/// a plane butterfly. The group's values meet in shared memory once; each unit then reduces
+/// them in registers, so the whole sum costs two cube barriers whatever the width.
 ///
 /// Every unit of the cube must call it (it synchronises the cube).
 #[cube]
 pub fn tree_sum<T: Numeric>(value: T, #[comptime] width: u32) -> T {
     let mut partial = Shared::<[T]>::new_slice(MAX_CUBE_UNITS);
-    let unit = UNIT_POS as usize;
-    partial[unit] = value;
+    partial[UNIT_POS as usize] = value;
     sync_cube();
-    let lane = UNIT_POS % width;
+    let base = (UNIT_POS - UNIT_POS % width) as usize;
+    let mut v = Array::<T>::new(width as usize);
+    #[unroll]
+    for i in 0..width as usize {
+        v[i] = partial[base + i];
+    }
+    sync_cube();
     #[unroll]
     for level in 0..comptime!(width.trailing_zeros()) {
-        let stride = 1u32 << level;
-        if lane % (2 * stride) == 0 {
-            partial[unit] = partial[unit] + partial[unit + stride as usize];
+        let stride = comptime!(1usize << level);
+        #[unroll]
+        for i in 0..width as usize {
+            if i % (2 * stride) == 0 {
+                v[i] = v[i] + v[i + stride];
+            }
         }
-        sync_cube();
     }
-    let total = partial[(UNIT_POS - lane) as usize];
-    sync_cube();
-    total
+    v[0]
 }
 
 /// `c + Σ a[i]·b[i]` over four packed signed bytes, byte by byte with masks: a formulation

@@ -48,7 +48,6 @@ pub enum ParamShape {
 
 pub enum ContractSpec {
     Ulp { ulps: u32, reason: LitStr },
-    NanClass { reason: LitStr },
 }
 
 /// One arm: `cuda | hip if plane == 32 => body`.

@@ -243,9 +243,6 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
         Some(ContractSpec::Ulp { ulps, reason }) => {
             quote!(::island_runtime::Contract::Ulp { ulps: #ulps, reason: #reason })
         }
-        Some(ContractSpec::NanClass { reason }) => {
-            quote!(::island_runtime::Contract::ExactNanClass { reason: #reason })
-        }
     };
     quote! {
         #[cube(launch)]

@@ -114,18 +114,15 @@ fn parse_contract(input: ParseStream) -> syn::Result<ContractSpec> {
             let reason: LitStr = content.parse()?;
             ContractSpec::Ulp { ulps: ulps.base10_parse()?, reason }
         }
-        "nan_class" => ContractSpec::NanClass { reason: content.parse()? },
         other => {
             return Err(syn::Error::new(
                 kind.span(),
-                format!("unknown contract `{other}`; expected `ulp(N, \"reason\")` or `nan_class(\"reason\")`"),
+                format!("unknown contract `{other}`; expected `ulp(N, \"reason\")`"),
             ));
         }
     };
-    if let Some(reason) = match &spec {
-        ContractSpec::Ulp { reason, .. } | ContractSpec::NanClass { reason } => Some(reason),
-    } && reason.value().trim().is_empty()
-    {
+    let ContractSpec::Ulp { reason, .. } = &spec;
+    if reason.value().trim().is_empty() {
         return Err(syn::Error::new(reason.span(), "a non-exact contract must give its reason"));
     }
     Ok(spec)

@@ -51,42 +51,62 @@ pub fn broadcast<T: CubePrimitive>(value: T, #[comptime] source: u32, #[comptime
     other
 }
 
-/// The sum over a `width`-lane emulated plane, in the order of a hardware butterfly with xor
-/// offsets 1, 2, 4, …: neighbours first, `((x0 + x1) + (x2 + x3)) + …`.
-///
-/// Each step adds the lower lane's value first, so every lane computes lane 0's exact bits
-/// (on hardware all lanes agree too, commutativity aside, which only matters for NaN payloads).
+/// The values of this unit's `width`-lane emulated plane, lane order, in registers: one
+/// shared-memory exchange (two cube barriers, whatever the width).
 #[cube]
-pub fn butterfly_sum<T: Numeric>(value: T, #[comptime] width: u32) -> T {
-    let mut v = value;
-    let lane = UNIT_POS % width;
+pub fn gather<T: CubePrimitive>(value: T, #[comptime] width: u32) -> Array<T> {
+    let mut exchange = Shared::<[T]>::new_slice(MAX_CUBE_UNITS);
+    exchange[UNIT_POS as usize] = value;
+    sync_cube();
+    let base = (UNIT_POS - UNIT_POS % width) as usize;
+    let mut lanes = Array::<T>::new(width as usize);
     #[unroll]
-    for level in 0..comptime!(width.trailing_zeros()) {
-        let offset = 1u32 << level;
-        let other = shuffle_xor::<T>(v, offset);
-        if lane & offset == 0 {
-            v = v + other;
-        } else {
-            v = other + v;
-        }
+    for i in 0..width as usize {
+        lanes[i] = exchange[base + i];
     }
-    v
+    sync_cube();
+    lanes
 }
 
-/// The maximum over a `width`-lane emulated plane, in butterfly order (lower lane first).
+/// The sum over a `width`-lane emulated plane, computed as the hardware's butterfly network
+/// computes it: at offset 1, 2, 4, … every lane adds its partner's value (`lane ^ offset`) to
+/// its own. That is the order measured on CUDA's `plane_sum`: neighbours first,
+/// `((x0 + x1) + (x2 + x3)) + …`.
 #[cube]
-pub fn butterfly_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
-    let mut v = value;
-    let lane = UNIT_POS % width;
+pub fn butterfly_sum<T: Numeric>(value: T, #[comptime] width: u32) -> T {
+    let mut v = gather::<T>(value, width);
     #[unroll]
     for level in 0..comptime!(width.trailing_zeros()) {
-        let offset = 1u32 << level;
-        let other = shuffle_xor::<T>(v, offset);
-        if lane & offset == 0 {
-            v = max(v, other);
-        } else {
-            v = max(other, v);
+        let offset = comptime!(1usize << level);
+        #[unroll]
+        for i in 0..width as usize {
+            if i & offset == 0 {
+                let own = v[i];
+                let other = v[i + offset];
+                v[i] = own + other;
+                v[i + offset] = other + own;
+            }
         }
     }
-    v
+    v[(UNIT_POS % width) as usize]
+}
+
+/// The maximum over a `width`-lane emulated plane, through the same butterfly network.
+#[cube]
+pub fn butterfly_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
+    let mut v = gather::<T>(value, width);
+    #[unroll]
+    for level in 0..comptime!(width.trailing_zeros()) {
+        let offset = comptime!(1usize << level);
+        #[unroll]
+        for i in 0..width as usize {
+            if i & offset == 0 {
+                let own = v[i];
+                let other = v[i + offset];
+                v[i] = max(own, other);
+                v[i + offset] = max(other, own);
+            }
+        }
+    }
+    v[(UNIT_POS % width) as usize]
 }

@@ -101,8 +101,11 @@ impl LaunchArgs<'_> {
 pub struct ProofOptions {
     /// Base seed; each (island, arm) derives its own from it.
     pub seed: u64,
-    /// Cubes per launch: inputs per lane = cubes × cube_dim.
-    pub cubes: u32,
+    /// Lanes per run (rounded up to whole cubes, at least two cubes). The CPU runtime gives
+    /// every unit of a cube with barriers its own thread and spins at each barrier, so a
+    /// plane-collective island costs about a second per 32-lane cube on two cores: the default
+    /// keeps the suite quick, `--lanes` buys depth.
+    pub lanes: u32,
 }
 
 impl Default for ProofOptions {
@@ -111,7 +114,8 @@ impl Default for ProofOptions {
             .ok()
             .and_then(|s| parse_seed(&s))
             .unwrap_or(0x15_1A_4D_5E_ED);
-        ProofOptions { seed, cubes: 8 }
+        let lanes = std::env::var("ISLANDS_LANES").ok().and_then(|s| s.parse().ok()).unwrap_or(128);
+        ProofOptions { seed, lanes }
     }
 }
 
@@ -289,7 +293,7 @@ fn prove_one(
         return run;
     }
 
-    let cubes = options.cubes;
+    let cubes = options.lanes.div_ceil(lifted.cube_dim).max(2);
     let lanes = (cubes * lifted.cube_dim) as usize;
     let mut rng = Rng::new(seed);
     let inputs: Vec<Vec<u8>> = lifted

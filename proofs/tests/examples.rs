@@ -1,0 +1,165 @@
+//! The examples checked end to end on the CPU runtime: the `default` arms against a plain-Rust
+//! reference, every kernel with its arms forced to each backend (emulated) against `default`,
+//! and shapes the kernels cannot handle rejected before launch.
+
+use cubecl::prelude::*;
+use half::f16;
+use island_examples::{gemm_i8, q8_matvec, rmsnorm};
+use island_runtime::value::Rng;
+use island_runtime::{Backend, Profile, Target};
+use libtest_mimic::{Failed, Trial};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("examples::q8_matvec::default_matches_reference", q8_default),
+        Trial::test("examples::q8_matvec::forced_arms_match_default", q8_forced),
+        Trial::test("examples::q8_matvec::bad_shapes_are_rejected", q8_shapes),
+        Trial::test("examples::rmsnorm::default_and_forced_arms_match_reference", rms),
+        Trial::test("examples::gemm_i8::default_and_forced_arms_match_reference", gemm),
+        Trial::test("examples::gemm_i8::bad_shapes_are_rejected", gemm_shapes),
+    ]
+    .into_iter()
+    .map(|t| t.with_kind("example"))
+    .collect()
+}
+
+fn client() -> Result<Client, Failed> {
+    proofs::cpu().map_err(Failed::from)
+}
+
+fn floats(n: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..n).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0).collect()
+}
+
+/// The first index where two float slices differ in bits.
+fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} values, expected {}", got.len(), want.len()).into());
+    }
+    match got.iter().zip(want).position(|(a, b)| a.to_bits() != b.to_bits()) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what}: first difference at {i}: got {:#010x} ({}), want {:#010x} ({})",
+            got[i].to_bits(),
+            got[i],
+            want[i].to_bits(),
+            want[i]
+        )
+        .into()),
+    }
+}
+
+fn q8_problem(rows: usize, cols: usize, seed: u64) -> (q8_matvec::Q8Weights, Vec<f32>) {
+    let mut rng = Rng::new(seed);
+    let w = floats(rows * cols, &mut rng);
+    let x = floats(cols, &mut rng);
+    let gguf = q8_matvec::Q8Weights::quantize_gguf(rows, cols, &w).expect("valid shape");
+    (q8_matvec::Q8Weights::from_gguf(rows, cols, &gguf).expect("valid bytes"), x)
+}
+
+fn q8_default() -> Result<(), Failed> {
+    let client = client()?;
+    let (weights, x) = q8_problem(6, 32 * 37, 1);
+    let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
+    problem.launch(&client, None);
+    same_bits("q8 matvec on the CPU", &problem.output(&client)?, &q8_matvec::reference(&weights, &x))
+}
+
+fn q8_forced() -> Result<(), Failed> {
+    let client = client()?;
+    let (weights, x) = q8_problem(3, 32 * 40, 2);
+    let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
+    problem.launch(&client, Some(Target::default_arms(&client)));
+    let want = problem.output(&client)?;
+    for backend in [Backend::Cuda, Backend::Vulkan, Backend::Hip] {
+        for profile in Profile::references(backend) {
+            problem.launch(&client, Some(Target::forced(profile, &client)));
+            same_bits(&format!("q8 matvec, {profile} arms emulated on the CPU"), &problem.output(&client)?, &want)?;
+        }
+    }
+    Ok(())
+}
+
+fn q8_shapes() -> Result<(), Failed> {
+    let client = client()?;
+    let bad = [
+        q8_matvec::Q8Weights::from_gguf(2, 33, &[0u8; 10]).err(),
+        q8_matvec::Q8Weights::from_gguf(2, 64, &[0u8; 10]).err(),
+        q8_matvec::Q8Weights::quantize_gguf(0, 32, &[]).err(),
+    ];
+    if bad.iter().any(Option::is_none) {
+        return Err(format!("a bad shape was accepted: {bad:?}").into());
+    }
+    let (weights, _) = q8_problem(2, 64, 3);
+    match q8_matvec::Problem::new(&client, &weights, &[0.0; 32]) {
+        Err(_) => Ok(()),
+        Ok(_) => Err("an activation of the wrong length was accepted".into()),
+    }
+}
+
+fn rms() -> Result<(), Failed> {
+    let client = client()?;
+    let (rows, cols, eps) = (3, 200, 1e-6f32);
+    let mut rng = Rng::new(4);
+    let x = floats(rows * cols, &mut rng);
+    let w = floats(cols, &mut rng);
+    rmsnorm::check(rows, cols, &x, &w)?;
+    if rmsnorm::check(rows, cols, &x[1..], &w).is_ok() || rmsnorm::check(0, cols, &[], &w).is_ok() {
+        return Err("a bad RMSNorm shape was accepted".into());
+    }
+    let want = rmsnorm::reference(rows, cols, &x, &w, eps);
+    let xh = client.create_from_slice(f32::as_bytes(&x));
+    let wh = client.create_from_slice(f32::as_bytes(&w));
+    let yh = client.empty(rows * cols * 4);
+    let mut targets = vec![("default".to_string(), Target::for_client(&client))];
+    for backend in [Backend::Cuda, Backend::Vulkan, Backend::Metal] {
+        for profile in Profile::references(backend) {
+            targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
+        }
+    }
+    for (what, target) in targets {
+        // SAFETY: the handles hold rows × cols and cols values.
+        unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) };
+        let got = island_runtime::proof::read(&client, yh.clone())?;
+        same_bits(&format!("rmsnorm, {what}"), f32::from_bytes(&got), &want)?;
+    }
+    Ok(())
+}
+
+fn gemm() -> Result<(), Failed> {
+    let client = client()?;
+    let (m, k, n) = (32, 48, 32);
+    gemm_i8::check(m, k, n)?;
+    let mut rng = Rng::new(5);
+    let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
+    let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
+    let c: Vec<i32> = (0..m * n).map(|_| rng.next_u64() as i32).collect();
+    let want = gemm_i8::reference(m, k, n, &a, &b, &c);
+    let mut targets = vec![("default".to_string(), Target::for_client(&client))];
+    for profile in Profile::references(Backend::Cuda) {
+        targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
+    }
+    for (what, target) in targets {
+        let ah = client.create_from_slice(i8::as_bytes(&a));
+        let bh = client.create_from_slice(i8::as_bytes(&b));
+        let ch = client.create_from_slice(i32::as_bytes(&c));
+        // SAFETY: the handles hold m×k, k×n and m×n values.
+        unsafe { gemm_i8::launch(&client, (&ah, &bh, &ch), (m, k, n), target) };
+        let got = island_runtime::proof::read(&client, ch)?;
+        let got = i32::from_bytes(&got);
+        if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
+            return Err(format!("gemm, {what}: first difference at {i}: got {:#x}, want {:#x}", got[i], want[i]).into());
+        }
+    }
+    Ok(())
+}
+
+fn gemm_shapes() -> Result<(), Failed> {
+    for (m, k, n) in [(0, 16, 16), (16, 15, 16), (17, 16, 16), (16, 16, 8)] {
+        if gemm_i8::check(m, k, n).is_ok() {
+            return Err(format!("{m}×{k}×{n} was accepted").into());
+        }
+    }
+    let _ = f16::ZERO;
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! Every registered island arm of the SDK's crates, proven on the CPU runtime; the negative
+//! fixtures, which must be caught; the registry checks; and the examples' own checks.
+
+mod examples;
+mod negative;
+
+use island_examples as _;
+use island_intrinsics as _;
+
+fn main() {
+    let mut trials = proofs::proof_trials(&[]);
+    trials.extend(proofs::registry_trials(&[(
+        "island-examples",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/src").to_string(),
+    )]));
+    trials.extend(examples::trials());
+    proofs::run(trials)
+}
