@@ -69,10 +69,18 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
     };
     let is_kernel = cube.launch || cube.launch_unchecked;
     let tag = tag_param(&mut func, explicit_tag, is_kernel, errors);
+    let tag_reported = tag.is_err();
 
-    let mut visitor = Rewriter { function: func.sig.ident.clone(), tag, expect_mismatch, count: 0, items: Vec::new(), errors: Vec::new() };
+    let mut visitor = Rewriter {
+        function: func.sig.ident.clone(),
+        tag: tag.unwrap_or(None),
+        expect_mismatch,
+        count: 0,
+        items: Vec::new(),
+        errors: Vec::new(),
+    };
     visitor.visit_block_mut(&mut func.block);
-    if visitor.count > 0 && visitor.tag.is_none() {
+    if visitor.count > 0 && visitor.tag.is_none() && !tag_reported {
         errors.push(syn::Error::new(
             func.sig.ident.span(),
             format!(
@@ -95,7 +103,13 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
 
 /// Finds the tag parameter: the one `tag = …` names, else one of type `Target`, else one
 /// named `target`. A launch kernel without one gets `#[comptime] target: Target` appended.
-fn tag_param(func: &mut ItemFn, explicit: Option<Ident>, is_kernel: bool, errors: &mut Vec<syn::Error>) -> Option<TagParam> {
+/// `Err` when the tag is written wrongly (already reported): islands then take `default`.
+fn tag_param(
+    func: &mut ItemFn,
+    explicit: Option<Ident>,
+    is_kernel: bool,
+    errors: &mut Vec<syn::Error>,
+) -> Result<Option<TagParam>, ()> {
     let params: Vec<(Ident, &syn::PatType)> = func
         .sig
         .inputs
@@ -113,36 +127,50 @@ fn tag_param(func: &mut ItemFn, explicit: Option<Ident>, is_kernel: bool, errors
             Some(p) => Some(p),
             None => {
                 errors.push(syn::Error::new(name.span(), format!("`tag = {name}` names no parameter of this function")));
-                return None;
+                return Err(());
             }
         },
         None => params.iter().find(|(_, pt)| is_target_type(&pt.ty)).or_else(|| params.iter().find(|(n, _)| n == "target")),
     };
     if let Some((name, pt)) = found {
-        let ok_type = is_target_type(&pt.ty);
-        let comptime = pt.attrs.iter().any(|a| a.path().is_ident("comptime"));
-        if !ok_type {
+        let name = name.clone();
+        let ty = &pt.ty;
+        if !is_target_type(ty) {
             errors.push(syn::Error::new(
-                pt.ty.span(),
+                ty.span(),
                 format!(
                     "the tag parameter `{name}` must have type `island_runtime::Target`, found `{}`",
-                    quote!(#pt.ty).to_string().replace(' ', "")
+                    quote!(#ty).to_string().replace(' ', "")
                 ),
             ));
-        } else if !comptime {
+            return Err(());
+        }
+        if !pt.attrs.iter().any(|a| a.path().is_ident("comptime")) {
             errors.push(syn::Error::new(
                 pt.span(),
                 format!("the tag parameter `{name}` must be marked `#[comptime]`: islands are selected while the kernel is expanded"),
             ));
+            // Recover as if it were, so CubeCL reports nothing more about it.
+            mark_comptime(func, &name);
         }
-        return Some(TagParam { name: name.clone() });
+        return Ok(Some(TagParam { name }));
     }
     if is_kernel {
         let name = Ident::new("target", Span::call_site());
         func.sig.inputs.push(syn::parse_quote!(#[comptime] #name: ::island_runtime::Target));
-        return Some(TagParam { name });
+        return Ok(Some(TagParam { name }));
     }
-    None
+    Ok(None)
+}
+
+fn mark_comptime(func: &mut ItemFn, name: &Ident) {
+    for arg in func.sig.inputs.iter_mut() {
+        if let FnArg::Typed(pt) = arg
+            && matches!(&*pt.pat, Pat::Ident(pi) if &pi.ident == name)
+        {
+            pt.attrs.push(syn::parse_quote!(#[comptime]));
+        }
+    }
 }
 
 fn is_target_type(ty: &Type) -> bool {
@@ -150,6 +178,14 @@ fn is_target_type(ty: &Type) -> bool {
         Type::Path(p) => p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Target" && s.arguments.is_empty()),
         _ => false,
     }
+}
+
+/// What an invalid island becomes: its error, as an expression. `comptime!` makes CubeCL paste
+/// it verbatim, and an expression that is a compile error takes whatever type its context
+/// wants, so no second error follows from the first.
+fn fallback(error: syn::Error) -> Expr {
+    let error = error.to_compile_error();
+    syn::parse_quote!(comptime! { #error })
 }
 
 /// Rewrites every `island!` of a body, innermost last, numbering them in source order.
@@ -175,23 +211,23 @@ impl Rewriter {
         let span = mac.path.span();
         let mut island: Island = match parse::island(span, mac.tokens.clone()) {
             Ok(i) => i,
-            Err(e) => {
-                self.errors.push(e);
-                return syn::parse_quote_spanned!(span=> ::core::unreachable!());
-            }
+            Err(e) => return fallback(e),
         };
-        let before = self.errors.len();
-        validate::island(&island, &mut self.errors);
+        let mut problems = Vec::new();
+        validate::island(&island, &mut problems);
         for arm in &mut island.arms {
             self.visit_expr_mut(&mut arm.body);
         }
-        let default = island.arms.iter().find(|a| a.is_default()).map(|a| a.body.clone());
-        let Some(tag) = &self.tag else {
-            return default.unwrap_or_else(|| syn::parse_quote_spanned!(span=> ::core::unreachable!()));
-        };
-        if self.errors.len() > before {
-            return default.unwrap_or_else(|| syn::parse_quote_spanned!(span=> ::core::unreachable!()));
+        if !problems.is_empty() {
+            let first = problems.remove(0);
+            self.errors.append(&mut problems);
+            return fallback(first);
         }
+        let Some(tag) = &self.tag else {
+            // Reported once for the function; `default` keeps the body well-typed.
+            let default = island.arms.into_iter().find(|a| a.is_default()).map(|a| a.body);
+            return default.expect("validated: an island has a default arm");
+        };
         let cx = expand::Context { function: &self.function, index, tag: &tag.name, expect_mismatch: self.expect_mismatch };
         let select = expand::selection(&island, &cx);
         self.items.push(expand::items(&island, &cx, &select));

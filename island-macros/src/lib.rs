@@ -32,15 +32,22 @@ pub fn island(_input: TokenStream) -> TokenStream {
     outside_error()
 }
 
-/// What `#[cube]` turns `island!` into when no `#[islands]` above it rewrote it first.
+/// What `#[cube]` turns `island!` into when no `#[islands]` above it rewrote it first: the same
+/// error, pointed at the island's first token (CubeCL passes `scope, <island tokens>`).
 #[doc(hidden)]
 #[proc_macro]
-pub fn __expand_island(_input: TokenStream) -> TokenStream {
-    outside_error()
+pub fn __expand_island(input: TokenStream) -> TokenStream {
+    let span = proc_macro2::TokenStream::from(input)
+        .into_iter()
+        .skip_while(|t| !matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ','))
+        .nth(1)
+        .map_or_else(proc_macro2::Span::call_site, |t| t.span());
+    syn::Error::new(span, OUTSIDE).to_compile_error().into()
 }
 
+const OUTSIDE: &str = "`island!` must be inside a function marked `#[islands]`, written above \
+                       `#[cube]`: the attribute turns it into a comptime match on the kernel's target tag";
+
 fn outside_error() -> TokenStream {
-    let msg = "`island!` must be inside a function marked `#[islands]`, written above `#[cube]`: \
-               the attribute turns it into a comptime match on the kernel's target tag";
-    quote::quote!(::core::compile_error!(#msg)).into()
+    syn::Error::new(proc_macro2::Span::call_site(), OUTSIDE).to_compile_error().into()
 }

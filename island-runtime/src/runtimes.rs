@@ -1,6 +1,7 @@
 //! The CubeCL runtimes this build can execute on, by name.
 
 use cubecl::prelude::Client;
+#[allow(unused_imports)]
 use cubecl_runtime::runtime::Runtime;
 use std::fmt;
 

@@ -1,0 +1,13 @@
+use cubecl::prelude::*;
+use island_runtime::prelude::*;
+
+#[islands]
+#[cube(launch)]
+fn kernel(out: &mut [i32]) {
+    out[ABSOLUTE_POS] = island! {
+        cuda => 1i32,
+        vulkan => 2i32,
+    };
+}
+
+fn main() {}
