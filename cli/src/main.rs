@@ -119,8 +119,8 @@ fn prove(runtime: &str, json: bool, lanes: Option<u32>, seed: Option<&str>, allo
         }
     };
     let mut options = ProofOptions::default();
-    if let Some(l) = lanes {
-        options.lanes = l;
+    if lanes.is_some() {
+        options.lanes = lanes;
     }
     if let Some(s) = seed {
         match parse_seed(s) {

@@ -1,9 +1,10 @@
 //! Example kernels with islands, each checked against a plain-Rust reference.
 //!
 //! - [`q8_matvec`]: Q8_0 matrix × vector with a `dp4a` island and a row-sum island.
-//! - [`rmsnorm`]: RMSNorm over rows, reusing the row-sum island.
+//! - [`rmsnorm`]: RMSNorm over rows with the plane-sum island of [`rows`].
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
 
 pub mod gemm_i8;
 pub mod q8_matvec;
 pub mod rmsnorm;
+pub mod rows;

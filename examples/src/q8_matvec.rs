@@ -15,39 +15,20 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_intrinsics::{dp4a, plane, portable};
+use crate::rows::{LANES, pairwise_sum, row_sum, rows_per_cube};
+use island_intrinsics::{dp4a, portable};
 use island_runtime::prelude::*;
 
 /// Values per quantization block.
 pub const BLOCK: usize = 32;
-/// Lanes per row: one 32-lane plane computes one output.
-pub const LANES: u32 = 32;
-
-/// Rows per cube: 4 on a GPU; 1 on the CPU runtime, which gives every unit of a cube with
-/// barriers its own thread (the `default` row sum synchronises the cube).
-pub fn rows_per_cube(client: &Client) -> u32 {
-    if client.name() == "cpu" { 1 } else { 4 }
-}
-
 /// The dot product of one weight word with one activation word, accumulated.
 #[islands]
 #[cube]
 pub fn dot_word(w: i32, x: i32, acc: i32, #[comptime] target: Target) -> i32 {
     island! {
         proof(w: i32, x: i32, acc: i32) -> i32;
-        cuda | hip | vulkan if dp4a => dp4a::dp4a(w, x, acc, target),
+        cuda | vulkan if dp4a => dp4a::dp4a(w, x, acc, target),
         default => portable::dot4_i8(w, x, acc),
-    }
-}
-
-/// The sum of `value` over the 32 lanes of a row, received by every lane.
-#[islands]
-#[cube]
-pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
-    island! {
-        proof(value: f32) -> f32, cube_dim = 32;
-        cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::<f32>(value, target),
-        default => portable::tree_sum::<f32>(value, 32u32),
     }
 }
 
@@ -248,15 +229,6 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
             pairwise_sum(&lanes)
         })
         .collect()
-}
-
-/// `((x0 + x1) + (x2 + x3)) + …`: the butterfly order, for a power-of-two length.
-pub fn pairwise_sum(values: &[f32]) -> f32 {
-    if values.len() == 1 {
-        return values[0];
-    }
-    let (lo, hi) = values.split_at(values.len() / 2);
-    pairwise_sum(lo) + pairwise_sum(hi)
 }
 
 /// Device buffers of one matvec problem, created once (for repeated, kernel-only launches).

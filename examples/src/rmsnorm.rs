@@ -1,12 +1,13 @@
 //! RMSNorm over rows: `y = x · (1 / sqrt(mean(x²) + eps)) · w`.
 //!
 //! One 32-lane plane per row. Lane `l` accumulates `fma(x, x, ss)` over columns
-//! `l, l + 32, …` in order; the 32 partial sums meet in [`crate::q8_matvec::row_sum`], whose
+//! `l, l + 32, …` in order; the 32 partial sums meet in [`crate::rows::row_sum`], whose
 //! `default` (a shared-memory tree) defines the butterfly order a plane sum reproduces bit for
 //! bit. `sqrt` and `/` are correctly rounded on every backend CubeCL targets by default, and
 //! the only `a·b + c` is an explicit `fma`, so nothing is left for a compiler to contract.
 
-use crate::q8_matvec::{LANES, ShapeError, pairwise_sum, row_sum, rows_per_cube};
+use crate::q8_matvec::ShapeError;
+use crate::rows::{LANES, pairwise_sum, row_sum, rows_per_cube};
 use cubecl::prelude::*;
 use island_runtime::prelude::*;
 

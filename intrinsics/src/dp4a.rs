@@ -1,7 +1,8 @@
 //! `dp4a`: the dot product of two words of four packed signed bytes, plus an i32 accumulator.
 //!
 //! Native lowering: `__dp4a` on CUDA (CubeCL's C++ path, sm_61+), `OpSDot` with the packed 4×8
-//! format on Vulkan, `v_dot4_i32_i8`-style builtins on HIP. Emulation: sign-extend each byte,
+//! format on Vulkan. CubeCL 0.11 has no native lowering on HIP, Metal or WGSL (it emits its
+//! polyfill there), so no arm claims one. Emulation: sign-extend each byte,
 //! multiply, and add with 32-bit wrap-around. Integer addition modulo 2³² is associative, so
 //! the emulation is exact whatever order the hardware adds in.
 

@@ -12,6 +12,7 @@
 
 use cubecl::prelude::*;
 use island_runtime::Target;
+use half::f16;
 use island_runtime::emulation;
 
 /// Tile edge.
@@ -106,6 +107,73 @@ pub fn tile_i8(
                     Layout::ColMajor => i32::cast_from(b[(col * ldb + k) as usize]),
                 };
                 sum += x * y;
+            }
+            acc[(row * ldc + col) as usize] = sum;
+        }
+    }
+}
+
+/// `acc += a · b` for f16 tiles with f32 accumulation (row-major everywhere).
+///
+/// The emulation adds each product (exact in f32) to the accumulator in `k` order. Tensor cores
+/// add in an order and internal precision NVIDIA does not specify, so a native result may
+/// differ from the emulation in the last bits: this variant's contract is a tolerance.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+pub fn tile_f16(
+    a: &[f16],
+    lda: u32,
+    b: &[f16],
+    ldb: u32,
+    acc: &mut [f32],
+    ldc: u32,
+    #[comptime] k_tiles: u32,
+    #[comptime] target: Target,
+) {
+    if target.is_native() {
+        let c = cmma::Matrix::<f32>::from_slice(
+            cmma::MatrixIdent::Accumulator,
+            TILE,
+            TILE,
+            TILE,
+            cmma::MatrixLayout::RowMajor,
+            &acc[0..acc.len()],
+            ldc,
+        );
+        #[unroll]
+        for kt in 0..k_tiles {
+            let fa = cmma::Matrix::<f16>::from_slice(
+                cmma::MatrixIdent::A,
+                TILE,
+                TILE,
+                TILE,
+                cmma::MatrixLayout::RowMajor,
+                &a[(kt * 16) as usize..a.len()],
+                lda,
+            );
+            let fb = cmma::Matrix::<f16>::from_slice(
+                cmma::MatrixIdent::B,
+                TILE,
+                TILE,
+                TILE,
+                cmma::MatrixLayout::RowMajor,
+                &b[(kt * 16 * ldb) as usize..b.len()],
+                ldb,
+            );
+            cmma::execute(&fa, &fb, &c, &c);
+        }
+        cmma::store(acc, &c, ldc, cmma::MatrixLayout::RowMajor);
+    } else {
+        let width = comptime!(emulation::width(&target));
+        let lane = UNIT_POS % width;
+        #[unroll]
+        for j in 0..comptime!(256 / width) {
+            let e = lane + j * width;
+            let row = e / 16;
+            let col = e % 16;
+            let mut sum = acc[(row * ldc + col) as usize];
+            for k in 0..k_tiles * 16 {
+                sum += f32::cast_from(a[(row * lda + k) as usize]) * f32::cast_from(b[(k * ldb + col) as usize]);
             }
             acc[(row * ldc + col) as usize] = sum;
         }

@@ -36,6 +36,46 @@ pub fn tree_sum<T: Numeric>(value: T, #[comptime] width: u32) -> T {
     v[0]
 }
 
+/// The maximum of `value` over each group of `width` consecutive units, received by every
+/// unit: the same exchange and tree as [`tree_sum`].
+#[cube]
+pub fn tree_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
+    let mut partial = Shared::<[T]>::new_slice(MAX_CUBE_UNITS);
+    partial[UNIT_POS as usize] = value;
+    sync_cube();
+    let base = (UNIT_POS - UNIT_POS % width) as usize;
+    let mut v = Array::<T>::new(width as usize);
+    #[unroll]
+    for i in 0..width as usize {
+        v[i] = partial[base + i];
+    }
+    sync_cube();
+    #[unroll]
+    for level in 0..comptime!(width.trailing_zeros()) {
+        let stride = comptime!(1usize << level);
+        #[unroll]
+        for i in 0..width as usize {
+            if i % (2 * stride) == 0 {
+                v[i] = max(v[i], v[i + stride]);
+            }
+        }
+    }
+    v[0]
+}
+
+/// The value unit `source` of this unit's `width`-unit group holds (`source` may be
+/// `lane ^ mask` for a shuffle), through shared memory.
+#[cube]
+pub fn group_read<T: CubePrimitive>(value: T, source: u32, #[comptime] width: u32) -> T {
+    let mut slots = Shared::<[T]>::new_slice(MAX_CUBE_UNITS);
+    slots[UNIT_POS as usize] = value;
+    sync_cube();
+    let base = UNIT_POS - UNIT_POS % width;
+    let other = slots[(base + source) as usize];
+    sync_cube();
+    other
+}
+
 /// `c + Σ a[i]·b[i]` over four packed signed bytes, byte by byte with masks: a formulation
 /// independent of [`crate::dp4a::emulate`] (which sign-extends by shifting).
 #[cube]

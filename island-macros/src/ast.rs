@@ -29,6 +29,9 @@ pub struct ProofSig {
     pub params: Vec<ProofParam>,
     pub output: Option<Type>,
     pub cube_dim: Option<(u32, Span)>,
+    pub lanes: Option<u32>,
+    /// `inputs = small_ints`: floats drawn from the integers -8..=8, whose sums are exact.
+    pub small_ints: bool,
     pub contract: Option<ContractSpec>,
 }
 

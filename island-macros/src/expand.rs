@@ -238,14 +238,21 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
     let buffers = descs.len() + usize::from(sig.output.is_some());
     let args = (0..buffers).map(|i| quote!(args.buffer(#i)));
     let cube_dim = sig.cube_dim.map_or(64, |(v, _)| v);
+    let lanes = sig.lanes.unwrap_or(0);
+    let inputs = if sig.small_ints {
+        quote!(::island_runtime::proof::Inputs::SmallIntegers)
+    } else {
+        quote!(::island_runtime::proof::Inputs::Full)
+    };
     let contract = match &sig.contract {
         None => quote!(::island_runtime::Contract::Exact),
         Some(ContractSpec::Ulp { ulps, reason }) => {
             quote!(::island_runtime::Contract::Ulp { ulps: #ulps, reason: #reason })
         }
     };
+    let define_args = (0..buffers).map(|i| quote!(args.buffer(#i)));
     quote! {
-        #[cube(launch)]
+        #[cube(launch, create_dummy_kernel)]
         pub fn kernel(#(#params,)* #out_param #[comptime] #tag: ::island_runtime::Target) {
             #(#loads)*
             #store
@@ -255,12 +262,24 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             params: &[#(#descs),*],
             output: #out_kind,
             cube_dim: #cube_dim,
+            lanes: #lanes,
+            inputs: #inputs,
             contract: #contract,
             launch: launch_lifted,
+            define: define_lifted,
         };
 
         fn launch_lifted(args: &::island_runtime::proof::LaunchArgs<'_>) {
             kernel::launch(args.client, args.cube_count(), args.cube_dim(), #(#args,)* args.target());
+        }
+
+        fn define_lifted(
+            args: &::island_runtime::proof::LaunchArgs<'_>,
+            device: ::island_runtime::__private::Arc<::cubecl::prelude::DeviceProperties>,
+            target: ::island_runtime::__private::Arc<::cubecl::prelude::TargetProperties>,
+        ) -> ::island_runtime::proof::Definition {
+            let kernel = kernel::create_dummy_kernel(device, target, args.cube_count(), args.cube_dim(), #(#define_args,)* args.target());
+            ::island_runtime::proof::define(&kernel)
         }
     }
 }

@@ -40,7 +40,7 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
     } else {
         None
     };
-    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, contract: None };
+    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, lanes: None, small_ints: false, contract: None };
     while input.peek(Token![,]) {
         input.parse::<Token![,]>()?;
         let key: Ident = input.parse()?;
@@ -54,11 +54,30 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
                 }
                 sig.cube_dim = Some((value, lit.span()));
             }
+            "lanes" => {
+                let lit: LitInt = input.parse()?;
+                sig.lanes = Some(lit.base10_parse()?);
+            }
+            "inputs" => {
+                let kind: Ident = input.parse()?;
+                match kind.to_string().as_str() {
+                    "small_ints" => sig.small_ints = true,
+                    "full" => sig.small_ints = false,
+                    other => {
+                        return Err(syn::Error::new(
+                            kind.span(),
+                            format!("unknown input distribution `{other}`; expected `full` or `small_ints`"),
+                        ));
+                    }
+                }
+            }
             "contract" => sig.contract = Some(parse_contract(input)?),
             other => {
                 return Err(syn::Error::new(
                     key.span(),
-                    format!("unknown proof option `{other}`; expected `cube_dim = N` or `contract = …`"),
+                    format!(
+                        "unknown proof option `{other}`; expected `cube_dim = N`, `lanes = N`, `inputs = …` or `contract = …`"
+                    ),
                 ));
             }
         }

@@ -23,6 +23,8 @@ pub mod backend;
 pub mod capability;
 pub mod contract;
 pub mod emulation;
+pub mod intrinsic;
+pub mod lowering;
 pub mod profile;
 pub mod proof;
 pub mod registry;
@@ -51,4 +53,5 @@ pub mod prelude {
 pub mod __private {
     pub use cubecl;
     pub use inventory;
+    pub use std::sync::Arc;
 }

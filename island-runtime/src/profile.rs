@@ -24,7 +24,7 @@ pub struct Profile {
     pub plane: u32,
     /// CUDA compute capability × 10 (90 on an H200); 0 on other backends.
     pub sm: u32,
-    /// Whether `dp4a` lowers to a native instruction (`__dp4a`, `OpSDot`, `v_dot4_i32_i8`).
+    /// Whether `dp4a` lowers to a native instruction (`__dp4a`, `OpSDot`).
     pub dp4a: bool,
     /// Cooperative matrix shapes the device runs natively, sorted.
     pub mma: &'static [Mma],
@@ -85,8 +85,8 @@ impl Profile {
         match backend {
             Backend::Cuda => vec![Profile::new(backend, "sm_90 (H200)", 32, 90, true, CUDA_MMA)],
             Backend::Hip => vec![
-                Profile::new(backend, "gfx1100 (wave32)", 32, 0, true, RDNA_MMA),
-                Profile::new(backend, "gfx90a (wave64)", 64, 0, true, &[]),
+                Profile::new(backend, "gfx1100 (wave32)", 32, 0, false, RDNA_MMA),
+                Profile::new(backend, "gfx90a (wave64)", 64, 0, false, &[]),
             ],
             Backend::Vulkan => vec![
                 Profile::new(backend, "lavapipe (subgroup 8)", 8, 0, true, &[]),
@@ -113,8 +113,8 @@ impl Profile {
             // shaderIntegerDotProduct is a required Vulkan 1.3 feature; CubeCL falls back to its
             // polyfill where a driver lacks it, which is still the same integer function.
             Backend::Vulkan => true,
-            Backend::Hip => true,
-            Backend::Metal | Backend::WebGpu => false,
+            // CubeCL 0.11 lowers dp4a to its polyfill on HIP, Metal and WGSL.
+            Backend::Hip | Backend::Metal | Backend::WebGpu => false,
         };
         let mut mma: Vec<Mma> = client
             .features()

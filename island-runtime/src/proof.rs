@@ -19,6 +19,7 @@ use cubecl::server::Handle;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How an arm is proven.
@@ -58,10 +59,36 @@ pub struct Lifted {
     pub output: Option<ValueKind>,
     /// Units per cube. Plane emulation needs whole planes: a multiple of the widest plane.
     pub cube_dim: u32,
+    /// Lanes per run the island asks for (0: the run's default).
+    pub lanes: u32,
+    /// How inputs are drawn.
+    pub inputs: Inputs,
     /// How the arm's result must relate to `default`'s.
     pub contract: Contract,
     /// Launches the lifted kernel.
     pub launch: fn(&LaunchArgs<'_>),
+    /// Expands the lifted kernel for a device described by its properties, without one.
+    pub define: fn(&LaunchArgs<'_>, Arc<DeviceProperties>, Arc<TargetProperties>) -> Definition,
+}
+
+/// A kernel definition, or the panic its expansion raised.
+pub type Definition = Result<cubecl_runtime::kernel::KernelDefinition, String>;
+
+/// Expands a kernel (the generated `define` of a lifted island calls this).
+pub fn define<K: cubecl_runtime::kernel::CubeKernel>(kernel: &K) -> Definition {
+    cubecl_runtime::kernel::define_kernel(kernel).map_err(|e| e.to_string())
+}
+
+/// How a proof draws its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Inputs {
+    /// Edge values first, then random values over the whole range (floats of mixed magnitude),
+    /// so rounding and order differences show.
+    Full,
+    /// Floats drawn from the integers -8..=8, whose products and sums are exact in any order:
+    /// only for arms with a declared non-exact contract (tensor-core accumulation).
+    SmallIntegers,
 }
 
 /// What a generated launcher gets.
@@ -101,12 +128,15 @@ impl LaunchArgs<'_> {
 pub struct ProofOptions {
     /// Base seed; each (island, arm) derives its own from it.
     pub seed: u64,
-    /// Lanes per run (rounded up to whole cubes, at least two cubes). The CPU runtime gives
-    /// every unit of a cube with barriers its own thread and spins at each barrier, so a
-    /// plane-collective island costs about a second per 32-lane cube on two cores: the default
-    /// keeps the suite quick, `--lanes` buys depth.
-    pub lanes: u32,
+    /// Lanes per run, rounded up to whole cubes (at least two); `None` takes the island's own
+    /// `lanes = N` or 128. The CPU runtime gives every unit of a cube with barriers its own
+    /// thread and spins at each barrier, so a plane-collective island costs about a second per
+    /// 32-lane cube on two cores: the defaults keep the suite quick, `--lanes` buys depth.
+    pub lanes: Option<u32>,
 }
+
+/// Lanes per run when neither the run nor the island says.
+pub const DEFAULT_LANES: u32 = 128;
 
 impl Default for ProofOptions {
     fn default() -> Self {
@@ -114,7 +144,7 @@ impl Default for ProofOptions {
             .ok()
             .and_then(|s| parse_seed(&s))
             .unwrap_or(0x15_1A_4D_5E_ED);
-        let lanes = std::env::var("ISLANDS_LANES").ok().and_then(|s| s.parse().ok()).unwrap_or(128);
+        let lanes = std::env::var("ISLANDS_LANES").ok().and_then(|s| s.parse().ok());
         ProofOptions { seed, lanes }
     }
 }
@@ -251,17 +281,58 @@ fn prove_one(
     client: &Client,
     options: &ProofOptions,
 ) -> ProofRun {
+    let arm = Side { client, target: Target::forced(profile, client).only(entry.site.id), label: "arm" };
+    let default = Side { client, target: Target::default_arms(client), label: "default" };
+    compare_sides(entry, lifted, profile, arm, default, options)
+}
+
+/// One side of a comparison: a tag, and the runtime that executes it.
+pub struct Side<'a> {
+    pub client: &'a Client,
+    pub target: Target,
+    /// `arm`, `default`, `native`, `emulation`: how reports name this side.
+    pub label: &'static str,
+}
+
+impl Side<'_> {
+    fn describe(&self) -> String {
+        format!("`{}` runtime ({})", self.client.name(), self.target)
+    }
+}
+
+/// Conformance of one arm on a device: its native lowering on `device` against its emulation
+/// on `cpu`, both with the device's own profile.
+pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
+    let profile = Profile::of_client(device)?;
+    if !entry.spec().admits(&profile) {
+        return None;
+    }
+    let native = Side { client: device, target: Target::forced(profile, device).only(entry.site.id), label: "native" };
+    let emulation = Side { client: cpu, target: Target::forced(profile, cpu).only(entry.site.id), label: "emulation" };
+    let mut run = compare_sides(entry, lifted, profile, native, emulation, options);
+    run.expect = Expect::Equal;
+    Some(run)
+}
+
+/// Runs the lifted island on both sides with the same inputs and compares the outputs.
+fn compare_sides(
+    entry: &'static ArmEntry,
+    lifted: &'static Lifted,
+    profile: Profile,
+    a: Side<'_>,
+    b: Side<'_>,
+    options: &ProofOptions,
+) -> ProofRun {
     let start = Instant::now();
     let spec = entry.spec();
     let seed = seed_for(options.seed, &format!("{}@{}", entry.name(), profile.name));
-    let arm_target = Target::forced(profile.clone(), client).only(entry.site.id);
-    let default_target = Target::default_arms(client);
     let mut run = ProofRun {
         island: entry.site.id,
         arm: spec.label,
         profile: profile.to_string(),
-        executed_on: client.name().to_string(),
-        lowering: if arm_target.is_native() { "native" } else { "emulated" },
+        executed_on: format!("{}: {}, {}: {}", a.label, a.client.name(), b.label, b.client.name()),
+        lowering: if a.target.is_native() { "native" } else { "emulated" },
         contract: lifted.contract.to_string(),
         inputs: 0,
         seed: format!("{:#x}", options.seed),
@@ -270,15 +341,20 @@ fn prove_one(
         expect: entry.expect,
     };
 
-    // A proof that silently compared `default` with itself would prove nothing: the forced tag
-    // must select exactly this arm.
-    match arm_target.explain(entry.site) {
-        Selection::Arm(i) if i == entry.arm => {}
-        other => {
-            run.verdict = Verdict::Error {
-                reason: format!("the forced tag does not select arm `{}`: {other:?}", spec.label),
-            };
-            return run;
+    // A comparison that silently ran `default` on a side meant to run the arm would prove
+    // nothing: every forced tag must select exactly this arm.
+    for side in [&a, &b] {
+        if side.target.arms().is_none() {
+            continue;
+        }
+        match side.target.explain(entry.site) {
+            Selection::Arm(i) if i == entry.arm => {}
+            other => {
+                run.verdict = Verdict::Error {
+                    reason: format!("the {} tag does not select arm `{}`: {other:?}", side.label, spec.label),
+                };
+                return run;
+            }
         }
     }
     if lifted.cube_dim % profile.plane != 0 {
@@ -293,21 +369,25 @@ fn prove_one(
         return run;
     }
 
-    let cubes = options.lanes.div_ceil(lifted.cube_dim).max(2);
+    let wanted = options.lanes.or((lifted.lanes > 0).then_some(lifted.lanes)).unwrap_or(DEFAULT_LANES);
+    let cubes = wanted.div_ceil(lifted.cube_dim).max(2);
     let lanes = (cubes * lifted.cube_dim) as usize;
     let mut rng = Rng::new(seed);
     let inputs: Vec<Vec<u8>> = lifted
         .params
         .iter()
         .enumerate()
-        .map(|(i, p)| p.kind.generate(count(p.shape, lanes, cubes), i, &mut rng))
+        .map(|(i, p)| match lifted.inputs {
+            Inputs::Full => p.kind.generate(count(p.shape, lanes, cubes), i, &mut rng),
+            Inputs::SmallIntegers => p.kind.generate_small_integers(count(p.shape, lanes, cubes), &mut rng),
+        })
         .collect();
     run.inputs = lanes;
 
     let outcome = (|| -> Result<Option<String>, String> {
-        let arm = execute(client, lifted, cubes, &inputs, arm_target.clone(), 0xa5)?;
-        let default = execute(client, lifted, cubes, &inputs, default_target.clone(), 0x5a)?;
-        Ok(compare(entry, lifted, &profile, client, &arm_target, &inputs, &arm, &default, (options.seed, seed), lanes))
+        let got = execute(a.client, lifted, cubes, &inputs, a.target, 0xa5)?;
+        let want = execute(b.client, lifted, cubes, &inputs, b.target, 0x5a)?;
+        Ok(compare(entry, lifted, &profile, (&a, &b), &inputs, &got, &want, (options.seed, seed), lanes))
     })();
     run.verdict = match outcome {
         Ok(None) => Verdict::Proven,
@@ -398,8 +478,7 @@ fn compare(
     entry: &ArmEntry,
     lifted: &Lifted,
     profile: &Profile,
-    client: &Client,
-    arm_target: &Target,
+    (a, b): (&Side<'_>, &Side<'_>),
     inputs: &[Vec<u8>],
     arm: &Outputs,
     default: &Outputs,
@@ -413,15 +492,17 @@ fn compare(
             .collect();
         let Some(&first) = differing.first() else { continue };
         let mut r = String::new();
-        let _ = writeln!(r, "island `{}` arm `{}` differs from `default`", entry.site.id, entry.spec().label);
-        let _ = writeln!(r, "  written at {}", entry.location());
-        let _ = writeln!(r, "  arm semantics: {profile}");
         let _ = writeln!(
             r,
-            "  executed on: `{}` runtime ({}), default arm on the same runtime",
-            client.name(),
-            arm_target
+            "island `{}` arm `{}`: the {} differs from the {}",
+            entry.site.id,
+            entry.spec().label,
+            a.label,
+            b.label
         );
+        let _ = writeln!(r, "  written at {}", entry.location());
+        let _ = writeln!(r, "  arm semantics: {profile}");
+        let _ = writeln!(r, "  executed on: {} = {}; {} = {}", a.label, a.describe(), b.label, b.describe());
         let _ = writeln!(r, "  contract: {}", lifted.contract);
         let _ = writeln!(
             r,
@@ -430,8 +511,8 @@ fn compare(
             position_of(lifted, name, first),
             differing.len()
         );
-        let _ = writeln!(r, "    arm     = {}", kind.show(kind.bits_at(got, first)));
-        let _ = writeln!(r, "    default = {}", kind.show(kind.bits_at(want, first)));
+        let _ = writeln!(r, "    {:<9} = {}", a.label, kind.show(kind.bits_at(got, first)));
+        let _ = writeln!(r, "    {:<9} = {}", b.label, kind.show(kind.bits_at(want, first)));
         if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {
             let shown: Vec<String> = lifted
                 .params

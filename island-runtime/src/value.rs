@@ -201,6 +201,24 @@ impl ValueKind {
         out
     }
 
+    /// `n` values that are small integers (-8..=8), as this kind: for floats, products and sums
+    /// of these are exact in any order.
+    pub fn generate_small_integers(self, n: usize, rng: &mut Rng) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n * self.size());
+        for _ in 0..n {
+            let v = rng.below(17) as i64 - 8;
+            let bits = match self {
+                ValueKind::F16 => f16::from_f32(v as f32).to_bits() as u64,
+                ValueKind::BF16 => bf16::from_f32(v as f32).to_bits() as u64,
+                ValueKind::F32 => (v as f32).to_bits() as u64,
+                ValueKind::F64 => (v as f64).to_bits(),
+                _ => v as u64 & mask(self.size()),
+            };
+            out.extend_from_slice(&bits.to_le_bytes()[..self.size()]);
+        }
+        out
+    }
+
     /// The element at `index` of `bytes`, as raw bits.
     pub fn bits_at(self, bytes: &[u8], index: usize) -> u64 {
         let size = self.size();

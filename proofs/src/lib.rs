@@ -15,6 +15,8 @@
 //! fn main() { proofs::main(env!("CARGO_PKG_NAME")) }
 //! ```
 
+pub mod conformance;
+pub mod lowering;
 pub mod registry_scan;
 
 use island_runtime::ArmEntry;
@@ -60,7 +62,7 @@ fn prove_trial(entry: &'static ArmEntry, options: &ProofOptions) -> Result<(), F
 /// What every mismatch report names: island, arm, the runtime that executed, the first
 /// differing index, both values in hex, the seed.
 pub const REPORT_FIELDS: &[&str] =
-    &["island `", "arm `", "executed on: `", "first differing index", "arm     = 0x", "default = 0x", "seed 0x"];
+    &["island `", "arm `", "executed on: arm = `", "first differing index", "arm       = 0x", "default   = 0x", "seed 0x"];
 
 /// Turns the runs of one arm into a test result: every run must meet its expectation.
 pub fn verdict(entry: &ArmEntry, runs: &[ProofRun]) -> Result<(), Failed> {
@@ -119,6 +121,15 @@ pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
         );
     }
     trials
+}
+
+/// The device runtimes this build checks conformance on: those its features include
+/// (`vulkan`, `cuda`), unless `ISLANDS_CONFORMANCE` lists others (`none` for none).
+pub fn conformance_runtimes() -> Vec<RuntimeName> {
+    match std::env::var("ISLANDS_CONFORMANCE") {
+        Ok(list) => list.split(',').filter_map(|s| RuntimeName::parse(s.trim())).collect(),
+        Err(_) => [RuntimeName::Vulkan, RuntimeName::Cuda].into_iter().filter(|r| r.built()).collect(),
+    }
 }
 
 /// Runs `trials` with libtest's command line, sorted by name, and exits.

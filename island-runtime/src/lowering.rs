@@ -1,0 +1,193 @@
+//! Lowering without a GPU: an island's lifted kernel, expanded for a backend's reference device
+//! and compiled by that backend's code generator (CUDA C++, HIP C++, Metal, SPIR-V, WGSL),
+//! to see which instructions an arm really emits.
+
+use crate::proof::{LaunchArgs, Lifted};
+use crate::registry::ArmEntry;
+use crate::{Backend, Exec, Executor, Profile, Target};
+use cubecl::prelude::*;
+use cubecl_runtime::compiler::Compiler;
+use cubecl_runtime::kernel::KernelDefinition;
+use std::sync::Arc;
+
+/// A code generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Codegen {
+    /// CUDA C++ (CubeCL's C++ path, compiled by NVRTC at run time).
+    CudaCpp,
+    /// HIP C++.
+    HipCpp,
+    /// Metal Shading Language.
+    Msl,
+    /// SPIR-V, disassembled (Vulkan).
+    Spirv,
+    /// WGSL (WebGPU). Needs the `wgpu` feature.
+    Wgsl,
+}
+
+impl Codegen {
+    /// The code generator of a backend.
+    pub const fn of(backend: Backend) -> Codegen {
+        match backend {
+            Backend::Cuda => Codegen::CudaCpp,
+            Backend::Hip => Codegen::HipCpp,
+            Backend::Metal => Codegen::Msl,
+            Backend::Vulkan => Codegen::Spirv,
+            Backend::WebGpu => Codegen::Wgsl,
+        }
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Codegen::CudaCpp => "CUDA C++",
+            Codegen::HipCpp => "HIP C++",
+            Codegen::Msl => "MSL",
+            Codegen::Spirv => "SPIR-V",
+            Codegen::Wgsl => "WGSL",
+        }
+    }
+
+    /// Whether this build can run the generator.
+    pub const fn available(self) -> bool {
+        match self {
+            Codegen::Wgsl => cfg!(feature = "wgpu"),
+            _ => true,
+        }
+    }
+
+    /// Compiles `kernel` as the device of `profile` would.
+    pub fn compile(self, kernel: KernelDefinition, profile: &Profile) -> Result<String, String> {
+        use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
+        let cpp = CompilationOptions {
+            warp_size: profile.plane as usize,
+            supports_features: CppSupportedFeatures { dp4a: profile.dp4a, ..Default::default() },
+            ..Default::default()
+        };
+        let text = match self {
+            Codegen::CudaCpp => CppCompiler::<cubecl_cpp::target::Cuda>::default()
+                .compile(kernel, &cpp)
+                .map(|k| k.to_string()),
+            Codegen::HipCpp => CppCompiler::<cubecl_cpp::target::Hip>::default()
+                .compile(kernel, &cpp)
+                .map(|k| k.to_string()),
+            Codegen::Msl => CppCompiler::<cubecl_cpp::target::Metal>::default()
+                .compile(kernel, &cpp)
+                .map(|k| k.to_string()),
+            Codegen::Spirv => {
+                let mut options = cubecl::codegen::WgpuCompilationOptions::default();
+                options.supports_vulkan_compiler = true;
+                options.vulkan.supports_dp4a = profile.dp4a;
+                options.vulkan.max_spirv_version = (1, 6);
+                options.vulkan.max_vector_size = 4;
+                cubecl_spirv::SpirvCompiler.compile(kernel, &options).map(|k| k.to_string())
+            }
+            Codegen::Wgsl => {
+                #[cfg(feature = "wgpu")]
+                {
+                    let options = cubecl::codegen::WgpuCompilationOptions::default();
+                    cubecl::wgpu::WgslCompiler::default().compile(kernel, &options).map(|k| k.to_string())
+                }
+                #[cfg(not(feature = "wgpu"))]
+                return Err("the WGSL generator needs the `wgpu` feature".into());
+            }
+        };
+        text.map_err(|e| e.to_string())
+    }
+}
+
+/// The properties of a reference device of `profile`: what kernel expansion consults (types,
+/// plane width, cooperative-matrix shapes).
+pub fn properties(profile: &Profile) -> DeviceProperties {
+    use cubecl::ir::{DeviceIdentity, HardwareProperties, MemoryDeviceProperties};
+    let hardware = HardwareProperties {
+        load_width: 128,
+        vector_register_count: None,
+        plane_size_min: profile.plane,
+        plane_size_max: profile.plane,
+        max_bindings: 32,
+        max_shared_memory_size: 48 * 1024,
+        max_cube_count: (65535, 65535, 65535),
+        max_units_per_cube: 1024,
+        max_cube_dim: (1024, 1024, 64),
+        num_streaming_multiprocessors: None,
+        num_cpu_cores: None,
+        last_level_cache_size: None,
+        num_tensor_cores: None,
+        min_tensor_cores_dim: if profile.mma.is_empty() { None } else { Some(8) },
+        max_vector_size: 16,
+        cube_mma_reserved_shared_memory: 0,
+    };
+    let mut props = DeviceProperties::new(
+        Default::default(),
+        MemoryDeviceProperties::new(1 << 30, 256),
+        hardware,
+        cubecl_common::profile::TimingMethod::System,
+        DeviceIdentity { name: profile.name.to_string(), fingerprint: format!("islands-reference-{}", profile.backend), physical: None },
+    );
+    cubecl_cpp::register_supported_types(&mut props);
+    props.features.plane.insert(cubecl::features::Plane::Ops);
+    props.features.plane.insert(cubecl::features::Plane::Sync);
+    for m in profile.mma {
+        props.features.matmul.cmma.insert(cubecl::features::MmaConfig {
+            a_type: elem_type(m.a),
+            b_type: elem_type(m.b),
+            cd_type: elem_type(m.acc),
+            m: m.m,
+            n: m.n,
+            k: m.k,
+        });
+    }
+    props
+}
+
+fn elem_type(e: crate::Elem) -> cubecl::ir::ElemType {
+    use crate::Elem;
+    use cubecl::ir::{ElemType, FloatKind, IntKind, UIntKind};
+    match e {
+        Elem::I8 => ElemType::Int(IntKind::I8),
+        Elem::U8 => ElemType::UInt(UIntKind::U8),
+        Elem::I32 => ElemType::Int(IntKind::I32),
+        Elem::F16 => ElemType::Float(FloatKind::F16),
+        Elem::BF16 => ElemType::Float(FloatKind::BF16),
+        Elem::F32 => ElemType::Float(FloatKind::F32),
+    }
+}
+
+/// Which arm to lower.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    /// The entry's arm, selected by `profile` and lowered natively.
+    Arm,
+    /// `default`.
+    Default,
+}
+
+/// The source `entry`'s island compiles to on `profile`'s backend, with its arm or `default`
+/// selected. `host` lends buffers to describe the kernel's arguments (nothing runs).
+pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, which: Which, host: &Client) -> Result<String, String> {
+    let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
+    let target = match which {
+        Which::Arm => Target::from_parts(Some(*profile), exec).only(entry.site.id),
+        Which::Default => Target::from_parts(None, exec),
+    };
+    let codegen = Codegen::of(profile.backend);
+    let cubes = 1;
+    let lanes = lifted.cube_dim as usize;
+    let mut buffers: Vec<(cubecl::server::Handle, usize)> = lifted
+        .params
+        .iter()
+        .map(|p| {
+            let n = match p.shape {
+                crate::proof::Shape::Lane => lanes,
+                crate::proof::Shape::Cube(n) => n as usize,
+            };
+            (host.empty(n * p.kind.size()), n)
+        })
+        .collect();
+    if let Some(kind) = lifted.output {
+        buffers.push((host.empty(lanes * kind.size()), lanes));
+    }
+    let args = LaunchArgs { client: host, cubes, cube_dim: lifted.cube_dim, buffers, target };
+    let definition = (lifted.define)(&args, Arc::new(properties(profile)), Arc::new(Default::default()))?;
+    codegen.compile(definition, profile)
+}

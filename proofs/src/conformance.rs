@@ -1,0 +1,54 @@
+//! Device conformance: on each real device this build can open, every arm the device's profile
+//! selects runs natively there and emulated on the CPU, and the two must agree under the arm's
+//! contract. That is what makes a CPU proof of an emulated arm a statement about the device.
+
+use crate::cpu;
+use island_runtime::proof::{self, ProofOptions};
+use island_runtime::registry;
+use island_runtime::runtimes::RuntimeName;
+use island_runtime::Profile;
+use libtest_mimic::{Failed, Trial};
+use std::sync::Arc;
+
+/// One trial per registered arm the device of `runtime` selects. When the device cannot be
+/// opened, one failing trial says why: a conformance run that silently checks nothing would
+/// read as a pass.
+pub fn trials(runtime: RuntimeName) -> Vec<Trial> {
+    let device = match runtime.client() {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![Trial::test(format!("conformance::{runtime}::device"), move || Err(e.into())).with_kind("conformance")];
+        }
+    };
+    let Some(profile) = Profile::of_client(&device) else {
+        let name = device.name();
+        return vec![Trial::test(format!("conformance::{runtime}::device"), move || {
+            Err(format!("`{name}` is not a device islands has arms for").into())
+        })
+        .with_kind("conformance")];
+    };
+    let options = Arc::new(ProofOptions::default());
+    let mut trials = vec![Trial::test(format!("conformance::{runtime}::device"), move || {
+        println!("{profile}");
+        Ok(())
+    })
+    .with_kind("conformance")];
+    for &entry in registry::arms() {
+        if !entry.spec().admits(&profile) || entry.expect == island_runtime::Expect::Mismatch {
+            continue;
+        }
+        let device = device.clone();
+        let options = options.clone();
+        trials.push(
+            Trial::test(format!("conformance::{runtime}::{}", entry.name()), move || {
+                let host = cpu()?;
+                match proof::conform(entry, &device, &host, &options) {
+                    Some(run) => crate::verdict(entry, &[run]),
+                    None => Err::<(), Failed>("the arm has no proof signature to run".into()),
+                }
+            })
+            .with_kind("conformance"),
+        );
+    }
+    trials
+}
