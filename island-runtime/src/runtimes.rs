@@ -56,12 +56,11 @@ impl RuntimeName {
                 RuntimeName::Cpu => cubecl::cpu::CpuRuntime::client(&Default::default()),
                 #[cfg(feature = "vulkan")]
                 RuntimeName::Vulkan => {
-                    let device = Default::default();
-                    cubecl::wgpu::init_setup::<cubecl::wgpu::vulkan::Vulkan>(&device, Default::default());
-                    cubecl::wgpu::WgpuRuntime::client(&device)
+                    let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Vulkan);
+                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&device)
                 }
                 #[cfg(feature = "wgpu")]
-                RuntimeName::Wgsl => cubecl::wgpu::WgpuRuntime::client(&Default::default()),
+                RuntimeName::Wgsl => <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&Default::default()),
                 #[cfg(feature = "cuda")]
                 RuntimeName::Cuda => cubecl::cuda::CudaRuntime::client(&Default::default()),
                 #[allow(unreachable_patterns)]
