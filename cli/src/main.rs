@@ -10,6 +10,11 @@ use island_runtime::proof::{self, ProofOptions, ProofRun};
 use island_runtime::registry;
 use island_runtime::runtimes::RuntimeName;
 use std::io::Write;
+use table::print_table;
+
+mod bench;
+mod example;
+mod table;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -52,6 +57,55 @@ enum Command {
         /// Only arms whose name contains this.
         filter: Option<String>,
     },
+    /// Runs every arm the device selects natively on it and emulated on the CPU, and compares.
+    Conform {
+        /// The device runtime (vulkan, cuda).
+        #[arg(long)]
+        runtime: String,
+        /// Print the runs as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The table of intrinsics: backend, capability, instruction.
+    Intrinsics,
+    /// Compiles each intrinsic's check for each backend of the table (no GPU needed) and shows
+    /// whether the instruction appears in the arm and is absent from `default`.
+    Lower,
+    /// Kernel-only benchmarks of the examples, variants side by side, results checked against
+    /// the CPU `default` in the same run.
+    Bench {
+        #[arg(long, default_value = "cuda")]
+        runtime: String,
+        /// Dispatches per timed round.
+        #[arg(long, default_value_t = 200)]
+        iters: usize,
+        /// Rounds (the median is reported).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// Only one bench: matvec, rmsnorm or gemm.
+        #[arg(long)]
+        only: Option<String>,
+        /// Small shapes (a smoke test for runtimes without a big device).
+        #[arg(long)]
+        small: bool,
+    },
+    /// Runs an example kernel on a runtime and checks it byte for byte against the CPU.
+    Example {
+        /// q8-matvec, rmsnorm or gemm-i8.
+        name: String,
+        #[arg(long, default_value = "cpu")]
+        runtime: String,
+        /// Problem size: rows (m).
+        #[arg(long, default_value_t = 256)]
+        rows: usize,
+        /// Problem size: columns (k), or k×n for the GEMM.
+        #[arg(long, default_value_t = 4096)]
+        cols: usize,
+        /// Rows also run on the CPU runtime's `default` arm (the rest against the plain-Rust
+        /// reference, which mirrors it and is itself checked against it).
+        #[arg(long, default_value_t = 16)]
+        cpu_rows: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -60,7 +114,125 @@ fn main() -> ExitCode {
         Command::Prove { runtime, json, lanes, seed, allow_unproven, filter } => {
             prove(&runtime, json, lanes, seed.as_deref(), allow_unproven, filter.as_deref())
         }
+        Command::Conform { runtime, json } => conform(&runtime, json),
+        Command::Intrinsics => intrinsics(),
+        Command::Lower => lower(),
+        Command::Bench { runtime, iters, rounds, only, small } => {
+            let options = bench::Options { iters, rounds, only, small };
+            match client_of(&runtime).and_then(|c| bench::run(&c, &options)) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Example { name, runtime, rows, cols, cpu_rows } => {
+            match client_of(&runtime).and_then(|c| example::run(&name, &c, rows, cols, cpu_rows)) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     }
+}
+
+/// A client of the named runtime, or why not.
+fn client_of(runtime: &str) -> Result<island_runtime::__private::cubecl::prelude::Client, String> {
+    RuntimeName::parse(runtime)
+        .ok_or_else(|| format!("unknown runtime `{runtime}`; expected one of cpu, vulkan, wgsl, cuda"))?
+        .client()
+}
+
+fn conform(runtime: &str, json: bool) -> ExitCode {
+    let (device, cpu) = match (client_of(runtime), client_of("cpu")) {
+        (Ok(d), Ok(c)) => (d, c),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(profile) = island_runtime::Profile::of_client(&device) else {
+        eprintln!("`{}` is not a device islands has arms for", device.name());
+        return ExitCode::from(2);
+    };
+    eprintln!("device: {profile}");
+    let options = ProofOptions::default();
+    let mut runs = Vec::new();
+    for entry in registry::arms().iter().filter(|e| e.expect == island_runtime::Expect::Equal) {
+        if let Some(run) = proof::conform(entry, &device, &cpu, &options) {
+            eprintln!("{} {}", run.verdict_word(), entry.name());
+            runs.push(run);
+        }
+    }
+    report(&runs, json, &format!("conformance on {profile}"), options.seed, false)
+}
+
+fn intrinsics() -> ExitCode {
+    let mut rows = Vec::new();
+    for i in island_runtime::intrinsic::intrinsics() {
+        let guard = i.check_arms().first().map(|e| e.spec().guard.to_string()).unwrap_or_default();
+        for l in i.lowerings {
+            let mut cap = l.requires.to_string();
+            if cap.is_empty() {
+                cap = guard.clone();
+            }
+            rows.push(vec![i.name.to_string(), l.backend.to_string(), cap, l.instruction.to_string(), i.krate.to_string()]);
+        }
+    }
+    print_table(&["intrinsic", "backend", "capability", "instruction", "crate"], &rows);
+    ExitCode::SUCCESS
+}
+
+fn lower() -> ExitCode {
+    use island_runtime::lowering::{self, Codegen, Which};
+    let host = match client_of("cpu") {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut rows = Vec::new();
+    let mut failed = 0;
+    for i in island_runtime::intrinsic::intrinsics() {
+        for l in i.lowerings {
+            let codegen = Codegen::of(l.backend);
+            let entry = i.check_arms().into_iter().find(|e| e.spec().backends.contains(&l.backend));
+            let verdict = match entry {
+                _ if !codegen.available() => "skipped (generator not built)".to_string(),
+                None => "NO CHECK ARM".to_string(),
+                Some(entry) => {
+                    let profile = island_runtime::Profile::references(l.backend)
+                        .into_iter()
+                        .find(|p| entry.spec().guard.holds(p) && l.requires.holds(p));
+                    match (profile, &entry.proof) {
+                        (Some(p), proof::ProofSpec::Lifted(lifted)) => {
+                            let arm = lowering::source(entry, lifted, &p, Which::Arm, &host);
+                            let default = lowering::source(entry, lifted, &p, Which::Default, &host);
+                            match (arm, default) {
+                                (Ok(a), Ok(d)) if a.contains(l.instruction) && !d.contains(l.instruction) => "emitted, absent from default".into(),
+                                (Ok(a), Ok(_)) if a.contains(l.instruction) => "LEAKS INTO DEFAULT".into(),
+                                (Ok(_), Ok(_)) => "NOT EMITTED".into(),
+                                (Err(e), _) | (_, Err(e)) => format!("ERROR {}", e.lines().next().unwrap_or_default()),
+                            }
+                        }
+                        _ => "NO PROFILE".into(),
+                    }
+                }
+            };
+            if !verdict.starts_with("emitted") && !verdict.starts_with("skipped") {
+                failed += 1;
+            }
+            rows.push(vec![i.name.to_string(), l.backend.to_string(), codegen.name().to_string(), l.instruction.to_string(), verdict]);
+        }
+    }
+    print_table(&["intrinsic", "backend", "generator", "instruction", "lowering"], &rows);
+    if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 fn list(json: bool) -> ExitCode {
@@ -123,7 +295,7 @@ fn prove(runtime: &str, json: bool, lanes: Option<u32>, seed: Option<&str>, allo
         options.lanes = lanes;
     }
     if let Some(s) = seed {
-        match parse_seed(s) {
+        match island_runtime::proof::parse_seed(s) {
             Some(s) => options.seed = s,
             None => {
                 eprintln!("`--seed {s}` is not a number");
@@ -151,10 +323,16 @@ fn prove(runtime: &str, json: bool, lanes: Option<u32>, seed: Option<&str>, allo
         eprintln!(" {} ({:.1} s)", words.join(", "), t.elapsed().as_secs_f64());
         runs.extend(these);
     }
+    let what = format!("{} arms on `{}` in {:.1} s", arms.len(), client.name(), start.elapsed().as_secs_f64());
+    report(&runs, json, &what, options.seed, allow_unproven)
+}
+
+/// Prints runs as a table (or JSON) and turns them into an exit code.
+fn report(runs: &[ProofRun], json: bool, what: &str, seed: u64, allow_unproven: bool) -> ExitCode {
     let failed = runs.iter().filter(|r| !r.passed() && r.verdict_word() != "unproven").count();
     let unproven = runs.iter().filter(|r| r.verdict_word() == "unproven").count();
     if json {
-        println!("{}", serde_json::to_string_pretty(&runs).expect("plain data serialises"));
+        println!("{}", serde_json::to_string_pretty(runs).expect("plain data serialises"));
     } else {
         let rows: Vec<Vec<String>> = runs
             .iter()
@@ -178,41 +356,14 @@ fn prove(runtime: &str, json: bool, lanes: Option<u32>, seed: Option<&str>, allo
             }
         }
         println!(
-            "\n{} runs of {} arms on `{}` in {:.1} s: {} passed, {} failed, {} unproven (seed {:#x})",
+            "\n{} runs, {what}: {} passed, {} failed, {} unproven (seed {seed:#x})",
             runs.len(),
-            arms.len(),
-            client.name(),
-            start.elapsed().as_secs_f64(),
             runs.len() - failed - unproven,
             failed,
             unproven,
-            options.seed
         );
     }
     if failed > 0 || (unproven > 0 && !allow_unproven) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
-fn parse_seed(s: &str) -> Option<u64> {
-    match s.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
 
-fn print_table(header: &[&str], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        println!("{}", padded.join("  ").trim_end());
-    };
-    line(header.to_vec());
-    line(widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().iter().map(String::as_str).collect());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
-    }
-}

@@ -21,6 +21,8 @@ use island_runtime::prelude::*;
 
 /// Values per quantization block.
 pub const BLOCK: usize = 32;
+/// Units per cube of the activation quantizer (one unit per packed word).
+const QUANT_UNITS: u32 = 128;
 /// The dot product of one weight word with one activation word, accumulated.
 #[islands]
 #[cube]
@@ -49,42 +51,61 @@ fn round_half_away(v: f32) -> i32 {
 }
 
 /// Quantizes `x` into blocks of 32: `xq` gets 8 words of packed bytes per block, `xd` the
-/// block's scale. One unit per block.
+/// block's scale. One unit per word: each finds its block's `amax` itself (the block's 32
+/// values are in cache after the first of its 8 units), so no unit waits on another.
 #[cube(launch)]
 pub fn quantize_q8_1(x: &[f32], xq: &mut [i32], xd: &mut [f32]) {
-    let block = ABSOLUTE_POS;
-    if block < xd.len() {
+    let word = ABSOLUTE_POS;
+    if word < xq.len() {
+        let block = word / 8;
         let base = block * BLOCK;
         let mut amax = 0.0f32;
+        #[unroll]
         for i in 0..BLOCK {
             amax = max(amax, x[base + i].abs());
         }
         let d = amax / 127.0;
-        xd[block] = d;
-        for w in 0..8usize {
-            let mut word = 0i32;
-            #[unroll]
-            for j in 0..4usize {
-                let mut q = 0i32;
-                if amax != 0.0 {
-                    q = round_half_away(x[base + w * 4 + j] / d);
-                }
-                word |= (q & 0xff) << (8 * j as i32);
-            }
-            xq[block * 8 + w] = word;
+        if word % 8 == 0 {
+            xd[block] = d;
         }
+        let mut packed = 0i32;
+        #[unroll]
+        for j in 0..4usize {
+            let mut q = 0i32;
+            if amax != 0.0 {
+                q = round_half_away(x[word * 4 + j] / d);
+            }
+            packed |= (q & 0xff) << (8 * j as i32);
+        }
+        xq[word] = packed;
     }
+}
+
+/// One block's contribution: `Σ_j dot(w_j, x_j)` over its 8 words, in word order.
+#[cube]
+fn block_dot(w0: Vector<i32, Const<4>>, w1: Vector<i32, Const<4>>, x0: Vector<i32, Const<4>>, x1: Vector<i32, Const<4>>, #[comptime] target: Target) -> i32 {
+    let mut sumi = 0i32;
+    #[unroll]
+    for j in 0..4usize {
+        sumi = dot_word(w0.extract(j), x0.extract(j), sumi, target);
+    }
+    #[unroll]
+    for j in 0..4usize {
+        sumi = dot_word(w1.extract(j), x1.extract(j), sumi, target);
+    }
+    sumi
 }
 
 /// `y[row] = Σ_blocks dw·dx·Σ w·x` for the row of each 32-lane plane. Lane `l` takes blocks
 /// `l, l + 32, …` in order, accumulating `fma(dw·dx, sumi, acc)`; the row sum then adds the
-/// 32 lane partials in butterfly order.
+/// 32 lane partials in butterfly order. Weights and activations are read 16 bytes at a time,
+/// two blocks per step, so each lane has four independent loads in flight.
 #[islands]
 #[cube(launch)]
 pub fn matvec_q8_0(
-    wq: &[i32],
+    wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
-    xq: &[i32],
+    xq: &[Vector<i32, Const<4>>],
     xd: &[f32],
     y: &mut [f32],
     #[comptime] blocks_per_row: usize,
@@ -93,25 +114,88 @@ pub fn matvec_q8_0(
     let lane = (UNIT_POS % LANES) as usize;
     let row = CUBE_POS * rows_per_cube as usize + (UNIT_POS / LANES) as usize;
     let rows = y.len();
+    let lanes = LANES as usize;
     let mut acc = 0.0f32;
     if row < rows {
+        let first = row * blocks_per_row;
         let mut b = lane;
-        while b < blocks_per_row {
-            let wblock = row * blocks_per_row + b;
-            let mut sumi = 0i32;
-            #[unroll]
-            for j in 0..8usize {
-                sumi = dot_word(wq[wblock * 8 + j], xq[b * 8 + j], sumi, target);
-            }
-            let scale = f32::cast_from(wd[wblock]) * xd[b];
-            acc = fma(scale, f32::cast_from(sumi), acc);
-            b += LANES as usize;
+        while b + lanes < blocks_per_row {
+            let (wa, wb) = (first + b, first + b + lanes);
+            let (wa0, wa1, wb0, wb1) = (wq[wa * 2], wq[wa * 2 + 1], wq[wb * 2], wq[wb * 2 + 1]);
+            let (xa0, xa1, xb0, xb1) = (xq[b * 2], xq[b * 2 + 1], xq[(b + lanes) * 2], xq[(b + lanes) * 2 + 1]);
+            let sa = f32::cast_from(wd[wa]) * xd[b];
+            let sb = f32::cast_from(wd[wb]) * xd[b + lanes];
+            acc = fma(sa, f32::cast_from(block_dot(wa0, wa1, xa0, xa1, target)), acc);
+            acc = fma(sb, f32::cast_from(block_dot(wb0, wb1, xb0, xb1, target)), acc);
+            b += 2 * lanes;
+        }
+        if b < blocks_per_row {
+            let wa = first + b;
+            let sa = f32::cast_from(wd[wa]) * xd[b];
+            acc = fma(sa, f32::cast_from(block_dot(wq[wa * 2], wq[wa * 2 + 1], xq[b * 2], xq[b * 2 + 1], target)), acc);
         }
     }
     let total = row_sum(acc, target);
     if row < rows && lane == 0 {
         y[row] = total;
     }
+}
+
+/// The CUDA version written directly, with no island and no tag: CubeCL's `dp4a` and
+/// `plane_sum` called by hand. It exists to show the island costs nothing: its generated CUDA
+/// source and its time match [`matvec_q8_0`]'s with native arms.
+#[cube(launch)]
+pub fn matvec_q8_0_direct(
+    wq: &[Vector<i32, Const<4>>],
+    wd: &[f16],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
+    y: &mut [f32],
+    #[comptime] blocks_per_row: usize,
+    #[comptime] rows_per_cube: u32,
+) {
+    let lane = (UNIT_POS % LANES) as usize;
+    let row = CUBE_POS * rows_per_cube as usize + (UNIT_POS / LANES) as usize;
+    let rows = y.len();
+    let lanes = LANES as usize;
+    let mut acc = 0.0f32;
+    if row < rows {
+        let first = row * blocks_per_row;
+        let mut b = lane;
+        while b + lanes < blocks_per_row {
+            let (wa, wb) = (first + b, first + b + lanes);
+            let (wa0, wa1, wb0, wb1) = (wq[wa * 2], wq[wa * 2 + 1], wq[wb * 2], wq[wb * 2 + 1]);
+            let (xa0, xa1, xb0, xb1) = (xq[b * 2], xq[b * 2 + 1], xq[(b + lanes) * 2], xq[(b + lanes) * 2 + 1]);
+            let sa = f32::cast_from(wd[wa]) * xd[b];
+            let sb = f32::cast_from(wd[wb]) * xd[b + lanes];
+            acc = fma(sa, f32::cast_from(block_dot_direct(wa0, wa1, xa0, xa1)), acc);
+            acc = fma(sb, f32::cast_from(block_dot_direct(wb0, wb1, xb0, xb1)), acc);
+            b += 2 * lanes;
+        }
+        if b < blocks_per_row {
+            let wa = first + b;
+            let sa = f32::cast_from(wd[wa]) * xd[b];
+            acc = fma(sa, f32::cast_from(block_dot_direct(wq[wa * 2], wq[wa * 2 + 1], xq[b * 2], xq[b * 2 + 1])), acc);
+        }
+    }
+    let total = plane_sum(acc);
+    if row < rows && lane == 0 {
+        y[row] = total;
+    }
+}
+
+#[cube]
+fn block_dot_direct(w0: Vector<i32, Const<4>>, w1: Vector<i32, Const<4>>, x0: Vector<i32, Const<4>>, x1: Vector<i32, Const<4>>) -> i32 {
+    let mut sumi = 0i32;
+    #[unroll]
+    for j in 0..4usize {
+        sumi = cubecl::prelude::dp4a(w0.extract(j), x0.extract(j), sumi);
+    }
+    #[unroll]
+    for j in 0..4usize {
+        sumi = cubecl::prelude::dp4a(w1.extract(j), x1.extract(j), sumi);
+    }
+    sumi
 }
 
 /// Q8_0 weights in the kernel's layout.
@@ -268,17 +352,18 @@ impl Problem {
     }
 
     /// Quantizes the activations and runs the matvec, with `target` as the tag (`None`: the
-    /// tag of the client's device).
-    pub fn launch(&self, client: &Client, target: Option<Target>) {
+    /// tag of the client's device). Refuses a runtime that cannot run the selected arms.
+    pub fn launch(&self, client: &Client, target: Option<Target>) -> Result<(), ShapeError> {
         let blocks = self.cols / BLOCK;
         let target = target.unwrap_or_else(|| Target::for_client(client));
+        crate::rows::check_runtime(client, &target)?;
         let rows_per_cube = rows_per_cube(client);
         // SAFETY: every handle was allocated by `new` with the element count given here.
         unsafe {
             quantize_q8_1::launch(
                 client,
-                CubeCount::Static((blocks as u32).div_ceil(64), 1, 1),
-                CubeDim::new_1d(64),
+                CubeCount::Static((blocks as u32 * 8).div_ceil(QUANT_UNITS), 1, 1),
+                CubeDim::new_1d(QUANT_UNITS),
                 BufferArg::from_raw_parts(self.x.clone(), self.cols),
                 BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),
@@ -287,14 +372,44 @@ impl Problem {
                 client,
                 CubeCount::Static((self.rows as u32).div_ceil(rows_per_cube), 1, 1),
                 CubeDim::new_1d(LANES * rows_per_cube),
-                BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 8),
+                BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
                 BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
-                BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),
                 BufferArg::from_raw_parts(self.y.clone(), self.rows),
                 blocks,
                 rows_per_cube,
                 target,
+            );
+        }
+        Ok(())
+    }
+
+    /// The same work with [`matvec_q8_0_direct`], the version written without islands.
+    pub fn launch_direct(&self, client: &Client) {
+        let blocks = self.cols / BLOCK;
+        let rows_per_cube = rows_per_cube(client);
+        // SAFETY: every handle was allocated by `new` with the element count given here.
+        unsafe {
+            quantize_q8_1::launch(
+                client,
+                CubeCount::Static((blocks as u32 * 8).div_ceil(QUANT_UNITS), 1, 1),
+                CubeDim::new_1d(QUANT_UNITS),
+                BufferArg::from_raw_parts(self.x.clone(), self.cols),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
+                BufferArg::from_raw_parts(self.xd.clone(), blocks),
+            );
+            matvec_q8_0_direct::launch(
+                client,
+                CubeCount::Static((self.rows as u32).div_ceil(rows_per_cube), 1, 1),
+                CubeDim::new_1d(LANES * rows_per_cube),
+                BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
+                BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
+                BufferArg::from_raw_parts(self.xd.clone(), blocks),
+                BufferArg::from_raw_parts(self.y.clone(), self.rows),
+                blocks,
+                rows_per_cube,
             );
         }
     }

@@ -61,7 +61,8 @@ pub fn check(rows: usize, cols: usize, x: &[f32], w: &[f32]) -> Result<(), Shape
     Ok(())
 }
 
-/// Launches RMSNorm over `rows` rows of `cols` with the given tag.
+/// Launches RMSNorm over `rows` rows of `cols` with the given tag; refuses a runtime that
+/// cannot run the selected arms.
 ///
 /// # Safety
 /// `x` and `y` must hold `rows * cols` f32 values and `w` `cols`.
@@ -73,7 +74,8 @@ pub unsafe fn launch(
     (rows, cols): (usize, usize),
     eps: f32,
     target: Target,
-) {
+) -> Result<(), ShapeError> {
+    crate::rows::check_runtime(client, &target)?;
     let rows_per_cube = rows_per_cube(client);
     unsafe {
         rmsnorm::launch_with(
@@ -87,6 +89,32 @@ pub unsafe fn launch(
             cols,
             rows_per_cube,
             target,
+        );
+    }
+    Ok(())
+}
+
+/// `y = x`, 16 bytes per unit: the device copy RMSNorm's bandwidth is compared with.
+#[cube(launch)]
+pub fn copy(x: &[Vector<f32, Const<4>>], y: &mut [Vector<f32, Const<4>>]) {
+    if ABSOLUTE_POS < y.len() {
+        y[ABSOLUTE_POS] = x[ABSOLUTE_POS];
+    }
+}
+
+/// Launches [`copy`] over `n` f32 values (a multiple of 4).
+///
+/// # Safety
+/// `x` and `y` must hold `n` f32 values.
+pub unsafe fn launch_copy(client: &Client, x: &cubecl::server::Handle, y: &cubecl::server::Handle, n: usize) {
+    let vectors = n / 4;
+    unsafe {
+        copy::launch(
+            client,
+            CubeCount::Static((vectors as u32).div_ceil(256), 1, 1),
+            CubeDim::new_1d(256),
+            BufferArg::from_raw_parts(x.clone(), vectors),
+            BufferArg::from_raw_parts(y.clone(), vectors),
         );
     }
 }

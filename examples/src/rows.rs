@@ -25,6 +25,19 @@ pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
+/// Refuses, before launch, a run whose row sum would take `default` on `wgpu<spirv>`: that
+/// arm uses shared memory, which CubeCL 0.11 compiles to SPIR-V that crashes Vulkan drivers.
+pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::q8_matvec::ShapeError> {
+    let takes_default = !matches!(target.explain(&__ISLANDS_SITE_ROW_SUM_0), island_runtime::Selection::Arm(_));
+    if client.name() == "wgpu<spirv>" && takes_default {
+        return Err(crate::q8_matvec::ShapeError(format!(
+            "on this device ({target}) the row sum takes `default`, {}",
+            island_runtime::lowering::SHARED_MEMORY_ON_SPIRV
+        )));
+    }
+    Ok(())
+}
+
 /// `((x0 + x1) + (x2 + x3)) + …`: the butterfly order, for a power-of-two length.
 pub fn pairwise_sum(values: &[f32]) -> f32 {
     if values.len() == 1 {

@@ -20,6 +20,7 @@
 //! See `docs/` for the design, the proof model and how to package an intrinsic.
 
 pub mod backend;
+pub mod bench;
 pub mod capability;
 pub mod contract;
 pub mod emulation;

@@ -170,6 +170,32 @@ pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, whic
         Which::Arm => Target::from_parts(Some(*profile), exec).only(entry.site.id),
         Which::Default => Target::from_parts(None, exec),
     };
+    compile(lifted, target, Arc::new(properties(profile)), profile, host)
+}
+
+/// Why `lifted` must not run on `client` with `target`, if it must not.
+///
+/// CubeCL 0.11's SPIR-V compiler emits invalid code for shared memory (an access chain on a
+/// pointer to a pointer), and Vulkan drivers crash on it: lavapipe segfaults, taking the
+/// process with it. A kernel whose SPIR-V declares workgroup memory is therefore refused on
+/// `wgpu<spirv>`, with this reason, instead of launched.
+pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -> Option<String> {
+    if client.name() != "wgpu<spirv>" {
+        return None;
+    }
+    let profile = Profile::of_client(client)?;
+    match compile(lifted, target, client.properties_shared(), &profile, client) {
+        Ok(spirv) if spirv.contains("OpTypePointer Workgroup") => Some(SHARED_MEMORY_ON_SPIRV.to_string()),
+        Ok(_) => None,
+        Err(e) => Some(format!("the kernel does not compile to SPIR-V: {e}")),
+    }
+}
+
+/// The reason [`launch_hazard`] gives.
+pub const SHARED_MEMORY_ON_SPIRV: &str = "not launched: the kernel uses shared memory, for which CubeCL 0.11's \
+     SPIR-V compiler emits invalid code that crashes Vulkan drivers (lavapipe segfaults)";
+
+fn compile(lifted: &'static Lifted, target: Target, device: Arc<DeviceProperties>, profile: &Profile, host: &Client) -> Result<String, String> {
     let codegen = Codegen::of(profile.backend);
     let cubes = 1;
     let lanes = lifted.cube_dim as usize;
@@ -188,6 +214,6 @@ pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, whic
         buffers.push((host.empty(lanes * kind.size()), lanes));
     }
     let args = LaunchArgs { client: host, cubes, cube_dim: lifted.cube_dim, buffers, target };
-    let definition = (lifted.define)(&args, Arc::new(properties(profile)), Arc::new(Default::default()))?;
+    let definition = (lifted.define)(&args, device, Arc::new(Default::default()))?;
     codegen.compile(definition, profile)
 }

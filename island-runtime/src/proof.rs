@@ -149,7 +149,8 @@ impl Default for ProofOptions {
     }
 }
 
-fn parse_seed(s: &str) -> Option<u64> {
+/// A seed written in decimal or `0x` hex.
+pub fn parse_seed(s: &str) -> Option<u64> {
     match s.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => s.parse().ok(),
@@ -369,6 +370,13 @@ fn compare_sides(
         return run;
     }
 
+    for side in [&a, &b] {
+        if let Some(reason) = crate::lowering::launch_hazard(lifted, side.target, side.client) {
+            run.verdict = Verdict::Unproven { reason: format!("{} side: {reason}", side.label) };
+            return run;
+        }
+    }
+
     let wanted = options.lanes.or((lifted.lanes > 0).then_some(lifted.lanes)).unwrap_or(DEFAULT_LANES);
     let cubes = wanted.div_ceil(lifted.cube_dim).max(2);
     let lanes = (cubes * lifted.cube_dim) as usize;
@@ -416,6 +424,9 @@ fn execute(
     target: Target,
     poison: u8,
 ) -> Result<Outputs, String> {
+    if let Some(reason) = crate::lowering::launch_hazard(lifted, target, client) {
+        return Err(reason);
+    }
     let lanes = (cubes * lifted.cube_dim) as usize;
     let mut buffers: Vec<(Handle, usize)> = inputs
         .iter()

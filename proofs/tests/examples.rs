@@ -61,7 +61,7 @@ fn q8_default() -> Result<(), Failed> {
     let client = client()?;
     let (weights, x) = q8_problem(6, 32 * 37, 1);
     let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
-    problem.launch(&client, None);
+    problem.launch(&client, None)?;
     same_bits("q8 matvec on the CPU", &problem.output(&client)?, &q8_matvec::reference(&weights, &x))
 }
 
@@ -69,11 +69,11 @@ fn q8_forced() -> Result<(), Failed> {
     let client = client()?;
     let (weights, x) = q8_problem(3, 32 * 40, 2);
     let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
-    problem.launch(&client, Some(Target::default_arms(&client)));
+    problem.launch(&client, Some(Target::default_arms(&client)))?;
     let want = problem.output(&client)?;
     for backend in [Backend::Cuda, Backend::Vulkan, Backend::Hip] {
         for profile in Profile::references(backend) {
-            problem.launch(&client, Some(Target::forced(profile, &client)));
+            problem.launch(&client, Some(Target::forced(profile, &client)))?;
             same_bits(&format!("q8 matvec, {profile} arms emulated on the CPU"), &problem.output(&client)?, &want)?;
         }
     }
@@ -119,7 +119,7 @@ fn rms() -> Result<(), Failed> {
     }
     for (what, target) in targets {
         // SAFETY: the handles hold rows × cols and cols values.
-        unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) };
+        unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) }?;
         let got = island_runtime::proof::read(&client, yh.clone())?;
         same_bits(&format!("rmsnorm, {what}"), f32::from_bytes(&got), &want)?;
     }

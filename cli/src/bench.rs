@@ -1,0 +1,230 @@
+//! `islands bench`: kernel-only timings of the examples, every variant side by side in one run,
+//! every result checked byte for byte against the CPU `default` in the same run.
+//!
+//! Buffers are created once; each variant is dispatched `iters` times back to back with one
+//! sync at the end (see `island_runtime::bench`), in several rounds that alternate the variants;
+//! the median round is reported.
+
+use island_examples::{gemm_i8, q8_matvec, rmsnorm};
+use island_runtime::__private::cubecl::prelude::*;
+use island_runtime::Target;
+use island_runtime::bench::side_by_side;
+use island_runtime::runtimes::RuntimeName;
+use island_runtime::value::Rng;
+use std::time::Duration;
+
+pub struct Options {
+    pub iters: usize,
+    pub rounds: usize,
+    pub only: Option<String>,
+    /// Small shapes, to smoke-test the bench on the CPU or lavapipe.
+    pub small: bool,
+}
+
+/// Runs the benches; `Ok(false)` when a result was not byte-equal.
+pub fn run(client: &Client, options: &Options) -> Result<bool, String> {
+    let cpu = RuntimeName::Cpu.client()?;
+    println!("bench on `{}`: {}", client.name(), Target::for_client(client));
+    println!("kernel-only: buffers created once, {} dispatches per round, one sync per round, median of {} rounds", options.iters, options.rounds);
+    let wants = |name: &str| options.only.as_deref().is_none_or(|o| o == name);
+    let mut ok = true;
+    let (matvecs, rms_size, gemm_size) = if options.small {
+        (vec![(64, 1024)], 64, 64)
+    } else {
+        (vec![(4096, 14336), (8192, 8192), (14336, 4096)], 4096, 4096)
+    };
+    if wants("matvec") {
+        for (m, k) in matvecs {
+            ok &= matvec(client, &cpu, m, k, options)?;
+        }
+    }
+    if wants("rmsnorm") {
+        ok &= rms(client, &cpu, rms_size, rms_size, options)?;
+    }
+    if wants("gemm") {
+        ok &= gemm(client, &cpu, gemm_size, options)?;
+    }
+    Ok(ok)
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn floats(n: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..n).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0).collect()
+}
+
+fn first_difference<T: PartialEq>(a: &[T], b: &[T]) -> Option<usize> {
+    if a.len() != b.len() {
+        return Some(a.len().min(b.len()));
+    }
+    a.iter().zip(b).position(|(x, y)| x != y)
+}
+
+fn check(what: &str, got: &[u32], want: &[u32]) -> bool {
+    match first_difference(got, want) {
+        None => {
+            println!("    {what}: byte-equal");
+            true
+        }
+        Some(i) => {
+            println!("    {what}: DIFFERENT at {i}: {:#010x} vs {:#010x}", got.get(i).unwrap_or(&0), want.get(i).unwrap_or(&0));
+            false
+        }
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Result<bool, String> {
+    let mut rng = Rng::new((m * 31 + k) as u64);
+    let w = floats(m * k, &mut rng);
+    let x = floats(k, &mut rng);
+    let gguf = q8_matvec::Q8Weights::quantize_gguf(m, k, &w).map_err(|e| e.to_string())?;
+    let weights = q8_matvec::Q8Weights::from_gguf(m, k, &gguf).map_err(|e| e.to_string())?;
+    let p = q8_matvec::Problem::new(client, &weights, &x).map_err(|e| e.to_string())?;
+    let native = Target::for_client(client);
+    let default = Target::default_arms(client);
+    // Each variant once before timing: a runtime that refuses one says so here.
+    p.launch(client, Some(native)).map_err(|e| e.to_string())?;
+    p.launch(client, Some(default)).map_err(|e| e.to_string())?;
+    let mut island = || drop(p.launch(client, Some(native)));
+    let mut forced_default = || drop(p.launch(client, Some(default)));
+    let mut direct = || p.launch_direct(client);
+    let times = side_by_side(
+        client,
+        o.rounds,
+        o.iters,
+        &mut [("island", &mut island), ("default", &mut forced_default), ("direct", &mut direct)],
+    )?;
+    let weight_bytes = m * k + m * k / 32 * 2;
+    let read_bytes = weight_bytes + k * 4;
+    println!("\nQ8_0 matvec m={m} n=1 k={k}, f32 activations quantized in the timed work ({:.1} MB of weights)", weight_bytes as f64 / 1e6);
+    for (name, t) in ["island, native arms", "island forced to `default`", "direct (no island)"].iter().zip(&times) {
+        println!(
+            "    {name:<28} {:>8.2} µs   {:>6.0} GB/s effective",
+            us(*t),
+            read_bytes as f64 / t.as_secs_f64() / 1e9
+        );
+    }
+    println!("    island / direct time ratio: {:.4}", times[0].as_secs_f64() / times[2].as_secs_f64());
+
+    p.launch(client, Some(native)).map_err(|e| e.to_string())?;
+    let y_island = p.output(client)?;
+    p.launch(client, Some(default)).map_err(|e| e.to_string())?;
+    let y_default = p.output(client)?;
+    p.launch_direct(client);
+    let y_direct = p.output(client)?;
+    let reference = q8_matvec::reference(&weights, &x);
+    let cpu_rows = 8.min(m);
+    let sub = q8_matvec::Q8Weights {
+        rows: cpu_rows,
+        cols: k,
+        words: weights.words[..cpu_rows * k / 4].to_vec(),
+        scales: weights.scales[..cpu_rows * k / 32].to_vec(),
+    };
+    let cpu_p = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
+    cpu_p.launch(cpu, None).map_err(|e| e.to_string())?;
+    let y_cpu = cpu_p.output(cpu)?;
+    let mut ok = check(&format!("island vs CPU runtime `default` (first {cpu_rows} rows)"), &bits(&y_island[..cpu_rows]), &bits(&y_cpu));
+    ok &= check("island vs plain-Rust mirror of `default` (all rows)", &bits(&y_island), &bits(&reference));
+    ok &= check("device `default` vs island", &bits(&y_default), &bits(&y_island));
+    ok &= check("direct vs island", &bits(&y_direct), &bits(&y_island));
+    Ok(ok)
+}
+
+fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options) -> Result<bool, String> {
+    let eps = 1e-6f32;
+    let mut rng = Rng::new(0x4242);
+    let x = floats(rows * cols, &mut rng);
+    let w = floats(cols, &mut rng);
+    let xh = client.create_from_slice(f32::as_bytes(&x));
+    let wh = client.create_from_slice(f32::as_bytes(&w));
+    let yh = client.empty(rows * cols * 4);
+    let copy_out = client.empty(rows * cols * 4);
+    let native = Target::for_client(client);
+    // SAFETY (here and in both closures): the handles hold rows × cols and cols values.
+    unsafe { rmsnorm::launch(client, &xh, &wh, &yh, (rows, cols), eps, native) }.map_err(|e| e.to_string())?;
+    let mut island = || drop(unsafe { rmsnorm::launch(client, &xh, &wh, &yh, (rows, cols), eps, native) });
+    let mut copy = || unsafe { rmsnorm::launch_copy(client, &xh, &copy_out, rows * cols) };
+    let times = side_by_side(client, o.rounds, o.iters, &mut [("rmsnorm", &mut island), ("copy", &mut copy)])?;
+    let bytes = (2 * rows * cols + cols) * 4;
+    println!("\nRMSNorm {rows}×{cols} f32 (reads x and w, writes y: {:.1} MB)", bytes as f64 / 1e6);
+    println!("    island, native arms   {:>8.2} µs   {:>6.0} GB/s", us(times[0]), bytes as f64 / times[0].as_secs_f64() / 1e9);
+    println!("    device copy (y = x)   {:>8.2} µs   {:>6.0} GB/s", us(times[1]), (2 * rows * cols * 4) as f64 / times[1].as_secs_f64() / 1e9);
+    println!("    RMSNorm bandwidth / copy bandwidth: {:.3}", (bytes as f64 / times[0].as_secs_f64()) / ((2 * rows * cols * 4) as f64 / times[1].as_secs_f64()));
+    let y = f32::from_bytes(&island_runtime::proof::read(client, yh.clone())?).to_vec();
+    let reference = rmsnorm::reference(rows, cols, &x, &w, eps);
+    let cpu_rows = 4;
+    let cx = cpu.create_from_slice(f32::as_bytes(&x[..cpu_rows * cols]));
+    let cw = cpu.create_from_slice(f32::as_bytes(&w));
+    let cy = cpu.empty(cpu_rows * cols * 4);
+    // SAFETY: as above, for the first rows.
+    unsafe { rmsnorm::launch(cpu, &cx, &cw, &cy, (cpu_rows, cols), eps, Target::for_client(cpu)) }.map_err(|e| e.to_string())?;
+    let y_cpu = f32::from_bytes(&island_runtime::proof::read(cpu, cy)?).to_vec();
+    let mut ok = check("island vs CPU runtime `default` (first rows)", &bits(&y[..cpu_rows * cols]), &bits(&y_cpu));
+    ok &= check("island vs plain-Rust mirror of `default` (all rows)", &bits(&y), &bits(&reference));
+    Ok(ok)
+}
+
+fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options) -> Result<bool, String> {
+    let (m, k, n) = (size, size, size);
+    let mut rng = Rng::new(0x6e33);
+    let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
+    let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
+    let ah = client.create_from_slice(i8::as_bytes(&a));
+    let bh = client.create_from_slice(i8::as_bytes(&b));
+    let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
+    let native = Target::for_client(client);
+    // SAFETY: the handles hold m×k, k×n and m×n values.
+    let mut island = || unsafe { gemm_i8::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
+    let iters = (o.iters / 20).max(3);
+    let times = side_by_side(client, o.rounds, iters, &mut [("gemm", &mut island)])?;
+    let flops = 2.0 * (m * n * k) as f64;
+    println!("\nint8 GEMM {m}×{k}×{n} (i32 accumulate), cmma island");
+    println!("    island, native arms   {:>10.1} µs   {:>6.1} TOP/s", us(times[0]), flops / times[0].as_secs_f64() / 1e12);
+    if let Some(line) = torch_int8(size) {
+        println!("    {line}");
+    }
+    // Check one fresh product: the rows the CPU runtime also computes, and the reference.
+    let c0 = vec![0i32; m * n];
+    let fresh = client.create_from_slice(i32::as_bytes(&c0));
+    // SAFETY: as above.
+    unsafe { gemm_i8::launch(client, (&ah, &bh, &fresh), (m, k, n), native) };
+    let got = i32::from_bytes(&island_runtime::proof::read(client, fresh)?).to_vec();
+    let cpu_m = 16;
+    let ca = cpu.create_from_slice(i8::as_bytes(&a[..cpu_m * k]));
+    let cb = cpu.create_from_slice(i8::as_bytes(&b));
+    let cc = cpu.create_from_slice(i32::as_bytes(&c0[..cpu_m * n]));
+    // SAFETY: the first 16 rows.
+    unsafe { gemm_i8::launch(cpu, (&ca, &cb, &cc), (cpu_m, k, n), Target::for_client(cpu)) };
+    let want = i32::from_bytes(&island_runtime::proof::read(cpu, cc)?).to_vec();
+    let as_u32 = |v: &[i32]| v.iter().map(|x| *x as u32).collect::<Vec<_>>();
+    Ok(check("island vs CPU runtime `default` (first 16 rows)", &as_u32(&got[..cpu_m * n]), &as_u32(&want)))
+}
+
+/// torch's int8 matmul on the same shape, if torch and a CUDA device are there.
+fn torch_int8(size: usize) -> Option<String> {
+    let script = format!(
+        "import torch\n\
+         a=torch.randint(-128,127,({size},{size}),dtype=torch.int8,device='cuda')\n\
+         b=torch.randint(-128,127,({size},{size}),dtype=torch.int8,device='cuda')\n\
+         for _ in range(5): torch._int_mm(a,b)\n\
+         torch.cuda.synchronize()\n\
+         s=torch.cuda.Event(enable_timing=True); e=torch.cuda.Event(enable_timing=True)\n\
+         n=50\n\
+         s.record()\n\
+         for _ in range(n): torch._int_mm(a,b)\n\
+         e.record(); torch.cuda.synchronize()\n\
+         t=s.elapsed_time(e)/n*1e3\n\
+         print(f'torch._int_mm {{torch.__version__:<12}} {{t:>10.1f}} µs   {{2*{size}**3/t/1e6:>6.1f}} TOP/s')\n"
+    );
+    let out = std::process::Command::new("python3").arg("-c").arg(script).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

@@ -1,0 +1,154 @@
+//! `islands example`: an example kernel on a runtime, compared byte for byte with the CPU.
+//!
+//! Each example runs three ways on the chosen runtime (the tag of its device, that is the
+//! native arms; and `default` forced) and once on the CPU runtime's `default` for the first
+//! rows. All rows are also compared with the plain-Rust reference, which mirrors `default`
+//! operation for operation and is itself checked against the CPU runtime by the test suite.
+
+use island_examples::{gemm_i8, q8_matvec, rmsnorm};
+use island_runtime::__private::cubecl::prelude::*;
+use island_runtime::Target;
+use island_runtime::runtimes::RuntimeName;
+use island_runtime::value::Rng;
+use std::time::Instant;
+
+/// Runs example `name`; `Ok(false)` when some comparison failed.
+pub fn run(name: &str, client: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
+    let cpu = RuntimeName::Cpu.client()?;
+    println!("example {name} on `{}` ({}), {rows}×{cols}", client.name(), Target::for_client(client));
+    match name {
+        "q8-matvec" => q8(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        "rmsnorm" => rms(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        "gemm-i8" => gemm(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        other => Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm or gemm-i8")),
+    }
+}
+
+fn floats(n: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..n).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0).collect()
+}
+
+/// Prints one comparison; returns whether the bits agree.
+fn same<T: Copy>(what: &str, got: &[T], want: &[T], bits: impl Fn(T) -> u64) -> bool {
+    let n = want.len().min(got.len());
+    let first = (0..n).find(|&i| bits(got[i]) != bits(want[i]));
+    match first {
+        None if got.len() >= want.len() => {
+            println!("  {what}: byte-equal ({n} values)");
+            true
+        }
+        None => {
+            println!("  {what}: {} values, expected {}", got.len(), want.len());
+            false
+        }
+        Some(i) => {
+            let count = (0..n).filter(|&i| bits(got[i]) != bits(want[i])).count();
+            println!(
+                "  {what}: DIFFERENT at index {i} ({count} of {n}): {:#x} vs {:#x}",
+                bits(got[i]),
+                bits(want[i])
+            );
+            false
+        }
+    }
+}
+
+fn f32_bits(v: f32) -> u64 {
+    v.to_bits() as u64
+}
+
+fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
+    let mut rng = Rng::new(0x9_8_0_0);
+    let w = floats(rows * cols, &mut rng);
+    let x = floats(cols, &mut rng);
+    let gguf = q8_matvec::Q8Weights::quantize_gguf(rows, cols, &w).map_err(|e| e.to_string())?;
+    let weights = q8_matvec::Q8Weights::from_gguf(rows, cols, &gguf).map_err(|e| e.to_string())?;
+    let problem = q8_matvec::Problem::new(client, &weights, &x).map_err(|e| e.to_string())?;
+
+    let t = Instant::now();
+    problem.launch(client, None).map_err(|e| e.to_string())?;
+    let native = problem.output(client)?;
+    println!("  native arms: {:.1} ms (with compilation)", t.elapsed().as_secs_f64() * 1e3);
+    let device_default = match problem.launch(client, Some(Target::default_arms(client))) {
+        Ok(()) => Some(problem.output(client)?),
+        Err(e) => {
+            println!("  device `default`: {e}");
+            None
+        }
+    };
+
+    let reference = q8_matvec::reference(&weights, &x);
+    let sub = q8_matvec::Q8Weights {
+        rows: cpu_rows,
+        cols,
+        words: weights.words[..cpu_rows * cols / 4].to_vec(),
+        scales: weights.scales[..cpu_rows * cols / 32].to_vec(),
+    };
+    let cpu_problem = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
+    cpu_problem.launch(cpu, None).map_err(|e| e.to_string())?;
+    let cpu_default = cpu_problem.output(cpu)?;
+
+    let mut ok = same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_rows], &cpu_default, f32_bits);
+    ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, f32_bits);
+    if let Some(d) = device_default {
+        ok &= same("device `default` vs native arms", &d, &native, f32_bits);
+    }
+    ok &= same("CPU runtime `default` vs plain-Rust reference", &cpu_default, &reference[..cpu_rows], f32_bits);
+    Ok(ok)
+}
+
+fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
+    let eps = 1e-6f32;
+    let mut rng = Rng::new(0x5_0_0_5);
+    let x = floats(rows * cols, &mut rng);
+    let w = floats(cols, &mut rng);
+    rmsnorm::check(rows, cols, &x, &w).map_err(|e| e.to_string())?;
+    let run = |c: &Client, rows: usize, target: Target| -> Result<Vec<f32>, String> {
+        let xh = c.create_from_slice(f32::as_bytes(&x[..rows * cols]));
+        let wh = c.create_from_slice(f32::as_bytes(&w));
+        let yh = c.empty(rows * cols * 4);
+        // SAFETY: the handles hold rows × cols and cols values.
+        unsafe { rmsnorm::launch(c, &xh, &wh, &yh, (rows, cols), eps, target) }.map_err(|e| e.to_string())?;
+        Ok(f32::from_bytes(&island_runtime::proof::read(c, yh)?).to_vec())
+    };
+    let native = run(client, rows, Target::for_client(client))?;
+    let device_default = run(client, rows, Target::default_arms(client));
+    let cpu_default = run(cpu, cpu_rows, Target::for_client(cpu))?;
+    let reference = rmsnorm::reference(rows, cols, &x, &w, eps);
+    let n = cpu_rows * cols;
+    let mut ok = same("native arms vs CPU runtime `default` (first rows)", &native[..n], &cpu_default, f32_bits);
+    ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, f32_bits);
+    match device_default {
+        Ok(d) => ok &= same("device `default` vs native arms", &d, &native, f32_bits),
+        Err(e) => println!("  device `default`: {e}"),
+    }
+    Ok(ok)
+}
+
+fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> Result<bool, String> {
+    let n = m.min(256);
+    let cpu_m = cpu_rows.next_multiple_of(16).min(m);
+    gemm_i8::check(m, k, n).map_err(|e| e.to_string())?;
+    let mut rng = Rng::new(0x6_e_0_0);
+    let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
+    let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
+    let c0: Vec<i32> = (0..m * n).map(|_| rng.next_u64() as i32 >> 8).collect();
+    let run = |c: &Client, m: usize, target: Target| -> Result<Vec<i32>, String> {
+        let ah = c.create_from_slice(i8::as_bytes(&a[..m * k]));
+        let bh = c.create_from_slice(i8::as_bytes(&b));
+        let ch = c.create_from_slice(i32::as_bytes(&c0[..m * n]));
+        // SAFETY: the handles hold m×k, k×n and m×n values.
+        unsafe { gemm_i8::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
+        Ok(i32::from_bytes(&island_runtime::proof::read(c, ch)?).to_vec())
+    };
+    println!("  (n = {n})");
+    let native = run(client, m, Target::for_client(client))?;
+    let device_default = run(client, m, Target::default_arms(client))?;
+    let cpu_default = run(cpu, cpu_m, Target::for_client(cpu))?;
+    let reference = gemm_i8::reference(m, k, n, &a, &b, &c0);
+    let bits = |v: i32| v as u32 as u64;
+    let mut ok = same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_m * n], &cpu_default, bits);
+    ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, bits);
+    ok &= same("device `default` vs native arms", &device_default, &native, bits);
+    Ok(ok)
+}

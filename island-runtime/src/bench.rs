@@ -1,0 +1,48 @@
+//! Kernel-only timing for bench binaries: buffers are created by the caller once, the work is
+//! dispatched back to back, and the device is synchronised once at the end.
+
+use cubecl::prelude::Client;
+use std::time::{Duration, Instant};
+
+/// Waits until every dispatched kernel of `client` has finished.
+pub fn sync(client: &Client) -> Result<(), String> {
+    cubecl_environment::future::block_on(client.sync()).map_err(|e| e.to_string())
+}
+
+/// Time per call of `dispatch`: `warmup` calls and a sync (compilation, caches), then `iters`
+/// calls back to back and one sync.
+pub fn time_per_call(client: &Client, warmup: usize, iters: usize, mut dispatch: impl FnMut()) -> Result<Duration, String> {
+    for _ in 0..warmup {
+        dispatch();
+    }
+    sync(client)?;
+    let start = Instant::now();
+    for _ in 0..iters {
+        dispatch();
+    }
+    sync(client)?;
+    Ok(start.elapsed() / iters.max(1) as u32)
+}
+
+/// Times several variants side by side: `rounds` rounds, each timing every variant once in
+/// turn, so drift (clocks, temperature) affects them alike; returns each variant's median.
+pub fn side_by_side(
+    client: &Client,
+    rounds: usize,
+    iters: usize,
+    variants: &mut [(&str, &mut dyn FnMut())],
+) -> Result<Vec<Duration>, String> {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
+    for _ in 0..rounds {
+        for (i, (_, dispatch)) in variants.iter_mut().enumerate() {
+            samples[i].push(time_per_call(client, 3, iters, &mut **dispatch)?);
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort();
+            s[s.len() / 2]
+        })
+        .collect())
+}
