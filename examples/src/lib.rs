@@ -8,3 +8,8 @@ pub mod gemm_i8;
 pub mod q8_matvec;
 pub mod rmsnorm;
 pub mod rows;
+
+/// `docs/quickstart.md`, whose examples are compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/quickstart.md")]
+pub struct QuickstartDocs;

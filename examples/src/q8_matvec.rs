@@ -101,7 +101,7 @@ fn block_dot(w0: Vector<i32, Const<4>>, w1: Vector<i32, Const<4>>, x0: Vector<i3
 /// 32 lane partials in butterfly order. Weights and activations are read 16 bytes at a time,
 /// two blocks per step, so each lane has four independent loads in flight.
 #[islands]
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 pub fn matvec_q8_0(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
@@ -144,7 +144,7 @@ pub fn matvec_q8_0(
 /// The CUDA version written directly, with no island and no tag: CubeCL's `dp4a` and
 /// `plane_sum` called by hand. It exists to show the island costs nothing: its generated CUDA
 /// source and its time match [`matvec_q8_0`]'s with native arms.
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 pub fn matvec_q8_0_direct(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],

@@ -17,6 +17,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("examples::rmsnorm::default_and_forced_arms_match_reference", rms),
         Trial::test("examples::gemm_i8::default_and_forced_arms_match_reference", gemm),
         Trial::test("examples::gemm_i8::bad_shapes_are_rejected", gemm_shapes),
+        Trial::test("examples::q8_matvec::island_compiles_like_the_direct_kernel_on_cuda", zero_overhead),
     ]
     .into_iter()
     .map(|t| t.with_kind("example"))
@@ -162,4 +163,77 @@ fn gemm_shapes() -> Result<(), Failed> {
     }
     let _ = f16::ZERO;
     Ok(())
+}
+
+/// The island kernel with its CUDA arms selected compiles to the same CUDA C++ as the kernel
+/// written by hand with CubeCL's `dp4a` and `plane_sum`: identical modulo names.
+fn zero_overhead() -> Result<(), Failed> {
+    use island_runtime::lowering::{Codegen, properties};
+    use island_runtime::{Exec, Executor};
+    use std::sync::Arc;
+    let client = client()?;
+    let profile = Profile::references(Backend::Cuda)[0];
+    let props = Arc::new(properties(&profile));
+    let target = Target::from_parts(Some(profile), Exec { executor: Executor::Device(Backend::Cuda), plane: 32 });
+    let (rows, blocks) = (64usize, 448usize);
+    let buffer = |n: usize, size: usize| unsafe { BufferArg::from_raw_parts(client.empty(n * size), n) };
+    let count = CubeCount::Static(16, 1, 1);
+    let dim = CubeDim::new_1d(128);
+    let island = q8_matvec::matvec_q8_0::create_dummy_kernel(
+        props.clone(), Arc::new(Default::default()), count.clone(), dim,
+        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
+        blocks, 4, target,
+    );
+    let direct = q8_matvec::matvec_q8_0_direct::create_dummy_kernel(
+        props, Arc::new(Default::default()), count, dim,
+        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
+        blocks, 4,
+    );
+    let island = Codegen::CudaCpp.compile(island_runtime::proof::define(&island)?, &profile)?;
+    let direct = Codegen::CudaCpp.compile(island_runtime::proof::define(&direct)?, &profile)?;
+    for needle in ["__dp4a(", "__shfl_xor_sync"] {
+        if !island.contains(needle) {
+            return Err(format!("the island kernel's CUDA has no `{needle}`").into());
+        }
+    }
+    let (a, b) = (normalize(&island), normalize(&direct));
+    if a == b {
+        return Ok(());
+    }
+    let line = a.lines().zip(b.lines()).position(|(x, y)| x != y).unwrap_or(0);
+    Err(format!(
+        "the CUDA sources differ (names normalised) at line {line}:\n  island: {}\n  direct: {}",
+        a.lines().nth(line).unwrap_or(""),
+        b.lines().nth(line).unwrap_or("")
+    )
+    .into())
+}
+
+/// Renames every generated identifier (`v123`, `kernel_…`) by order of first appearance.
+fn normalize(source: &str) -> String {
+    let mut names = std::collections::HashMap::new();
+    let mut out = String::with_capacity(source.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String, names: &mut std::collections::HashMap<String, usize>| {
+        let generated = (word.starts_with('v') && word.len() > 1 && word[1..].chars().all(|c| c.is_ascii_digit()))
+            || word.starts_with("kernel_");
+        if generated {
+            let n = names.len();
+            let id = *names.entry(word.clone()).or_insert(n);
+            out.push_str(&format!("id{id}"));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in source.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out, &mut names);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out, &mut names);
+    out
 }
