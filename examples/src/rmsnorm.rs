@@ -1,7 +1,7 @@
 //! RMSNorm over rows: `y = x · (1 / sqrt(mean(x²) + eps)) · w`.
 //!
-//! One 32-lane plane per row. Lane `l` accumulates `fma(x, x, ss)` over columns
-//! `l, l + 32, …` in order; the 32 partial sums meet in [`crate::rows::row_sum`], whose
+//! One 32-lane plane per row, read 16 bytes at a time. Lane `l` accumulates `fma(x, x, ss)` over
+//! the 4-value vectors `l, l + 32, …` of its row, in order; the 32 partial sums meet in [`crate::rows::row_sum`], whose
 //! `default` (a shared-memory tree) defines the butterfly order a plane sum reproduces bit for
 //! bit. `sqrt` and `/` are correctly rounded on every backend CubeCL targets by default, and
 //! the only `a·b + c` is an explicit `fma`, so nothing is left for a compiler to contract.
@@ -11,44 +11,67 @@ use crate::rows::{LANES, pairwise_sum, row_sum, rows_per_cube};
 use cubecl::prelude::*;
 use island_runtime::prelude::*;
 
+/// `fma(a[j], a[j], ss)` for the four values of `a`, in order.
+#[cube]
+fn sum_squares(a: Vector<f32, Const<4>>, ss: f32) -> f32 {
+    let mut s = ss;
+    #[unroll]
+    for j in 0..4usize {
+        s = fma(a.extract(j), a.extract(j), s);
+    }
+    s
+}
+
 #[islands]
 #[cube(launch)]
 pub fn rmsnorm(
-    x: &[f32],
-    w: &[f32],
-    y: &mut [f32],
+    x: &[Vector<f32, Const<4>>],
+    w: &[Vector<f32, Const<4>>],
+    y: &mut [Vector<f32, Const<4>>],
     eps: f32,
     #[comptime] cols: usize,
     #[comptime] rows_per_cube: u32,
 ) {
+    let lanes = LANES as usize;
     let lane = (UNIT_POS % LANES) as usize;
     let row = CUBE_POS * rows_per_cube as usize + (UNIT_POS / LANES) as usize;
-    let rows = y.len() / cols;
-    let base = row * cols;
+    let vectors = comptime!(cols / 4);
+    let rows = y.len() / vectors;
+    let base = row * vectors;
     let mut ss = 0.0f32;
     if row < rows {
-        let mut c = lane;
-        while c < cols {
-            let v = x[base + c];
-            ss = fma(v, v, ss);
-            c += LANES as usize;
+        // Lane `l` takes the vectors `l, l + 32, …` of its row, four loads in flight per step.
+        let mut v = lane;
+        while v + 3 * lanes < vectors {
+            let (a, b, c, d) = (x[base + v], x[base + v + lanes], x[base + v + 2 * lanes], x[base + v + 3 * lanes]);
+            ss = sum_squares(a, ss);
+            ss = sum_squares(b, ss);
+            ss = sum_squares(c, ss);
+            ss = sum_squares(d, ss);
+            v += 4 * lanes;
+        }
+        while v < vectors {
+            ss = sum_squares(x[base + v], ss);
+            v += lanes;
         }
     }
     let total = row_sum(ss, target);
-    let inv = 1.0f32 / (total / (cols as f32) + eps).sqrt();
+    let inv = Vector::<f32, Const<4>>::broadcast(1.0f32 / (total / (cols as f32) + eps).sqrt());
     if row < rows {
-        let mut c = lane;
-        while c < cols {
-            y[base + c] = x[base + c] * inv * w[c];
-            c += LANES as usize;
+        let mut v = lane;
+        while v < vectors {
+            y[base + v] = x[base + v] * inv * w[v];
+            v += lanes;
         }
     }
 }
 
-/// Checks a shape before launch: whole rows, a power-of-two-free column count is fine.
+/// Checks a shape before launch: a non-empty matrix whose rows are whole 16-byte vectors.
 pub fn check(rows: usize, cols: usize, x: &[f32], w: &[f32]) -> Result<(), ShapeError> {
-    if rows == 0 || cols == 0 {
-        return Err(ShapeError(format!("RMSNorm needs a non-empty matrix, got {rows}×{cols}")));
+    if rows == 0 || cols == 0 || cols % 4 != 0 {
+        return Err(ShapeError(format!(
+            "RMSNorm needs a non-empty matrix whose row length is a multiple of 4, got {rows}×{cols}"
+        )));
     }
     if x.len() != rows * cols || w.len() != cols {
         return Err(ShapeError(format!(
@@ -61,8 +84,8 @@ pub fn check(rows: usize, cols: usize, x: &[f32], w: &[f32]) -> Result<(), Shape
     Ok(())
 }
 
-/// Launches RMSNorm over `rows` rows of `cols` with the given tag; refuses a runtime that
-/// cannot run the selected arms.
+/// Launches RMSNorm over `rows` rows of `cols` (a multiple of 4) with the given tag; refuses a
+/// runtime that cannot run the selected arms.
 ///
 /// # Safety
 /// `x` and `y` must hold `rows * cols` f32 values and `w` `cols`.
@@ -82,9 +105,9 @@ pub unsafe fn launch(
             client,
             CubeCount::Static((rows as u32).div_ceil(rows_per_cube), 1, 1),
             CubeDim::new_1d(LANES * rows_per_cube),
-            BufferArg::from_raw_parts(x.clone(), rows * cols),
-            BufferArg::from_raw_parts(w.clone(), cols),
-            BufferArg::from_raw_parts(y.clone(), rows * cols),
+            BufferArg::from_raw_parts(x.clone(), rows * cols / 4),
+            BufferArg::from_raw_parts(w.clone(), cols / 4),
+            BufferArg::from_raw_parts(y.clone(), rows * cols / 4),
             eps,
             cols,
             rows_per_cube,
@@ -125,7 +148,13 @@ pub fn reference(rows: usize, cols: usize, x: &[f32], w: &[f32], eps: f32) -> Ve
     for r in 0..rows {
         let row = &x[r * cols..(r + 1) * cols];
         let lanes: Vec<f32> = (0..LANES as usize)
-            .map(|l| row.iter().skip(l).step_by(LANES as usize).fold(0.0f32, |ss, &v| v.mul_add(v, ss)))
+            .map(|l| {
+                row.chunks_exact(4)
+                    .skip(l)
+                    .step_by(LANES as usize)
+                    .flatten()
+                    .fold(0.0f32, |ss, &v| v.mul_add(v, ss))
+            })
             .collect();
         let total = pairwise_sum(&lanes);
         let inv = 1.0f32 / (total / cols as f32 + eps).sqrt();

@@ -100,7 +100,7 @@ fn q8_shapes() -> Result<(), Failed> {
 
 fn rms() -> Result<(), Failed> {
     let client = client()?;
-    let (rows, cols, eps) = (3, 200, 1e-6f32);
+    let (rows, cols, eps) = (3, 648, 1e-6f32);
     let mut rng = Rng::new(4);
     let x = floats(rows * cols, &mut rng);
     let w = floats(cols, &mut rng);
@@ -181,12 +181,12 @@ fn zero_overhead() -> Result<(), Failed> {
     let dim = CubeDim::new_1d(128);
     let island = q8_matvec::matvec_q8_0::create_dummy_kernel(
         props.clone(), Arc::new(Default::default()), count.clone(), dim,
-        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
+        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 32, 4), buffer(rows, 4),
         blocks, 4, target,
     );
     let direct = q8_matvec::matvec_q8_0_direct::create_dummy_kernel(
         props, Arc::new(Default::default()), count, dim,
-        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
+        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 32, 4), buffer(rows, 4),
         blocks, 4,
     );
     let island = Codegen::CudaCpp.compile(island_runtime::proof::define(&island)?, &profile)?;
@@ -209,14 +209,17 @@ fn zero_overhead() -> Result<(), Failed> {
     .into())
 }
 
-/// Renames every generated identifier (`v123`, `kernel_…`) by order of first appearance.
+/// Renames every generated identifier (`v123`, `<kernel>_<hash>`) by order of first appearance.
 fn normalize(source: &str) -> String {
     let mut names = std::collections::HashMap::new();
     let mut out = String::with_capacity(source.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String, names: &mut std::collections::HashMap<String, usize>| {
+        let hashed = word
+            .rsplit_once('_')
+            .is_some_and(|(_, h)| h.len() == 8 && h.chars().all(|c| c.is_ascii_hexdigit()));
         let generated = (word.starts_with('v') && word.len() > 1 && word[1..].chars().all(|c| c.is_ascii_digit()))
-            || word.starts_with("kernel_");
+            || hashed;
         if generated {
             let n = names.len();
             let id = *names.entry(word.clone()).or_insert(n);
