@@ -19,6 +19,8 @@ pub struct Options {
     pub only: Option<String>,
     /// Small shapes, to smoke-test the bench on the CPU or lavapipe.
     pub small: bool,
+    /// Only this matvec shape (m, k).
+    pub shape: Option<(usize, usize)>,
 }
 
 /// Runs the benches; `Ok(false)` when a result was not byte-equal.
@@ -32,6 +34,10 @@ pub fn run(client: &Client, options: &Options) -> Result<bool, String> {
         (vec![(64, 1024)], 64, 64)
     } else {
         (vec![(4096, 14336), (8192, 8192), (14336, 4096)], 4096, 4096)
+    };
+    let matvecs = match options.shape {
+        Some(shape) => vec![shape],
+        None => matvecs,
     };
     if wants("matvec") {
         for (m, k) in matvecs {

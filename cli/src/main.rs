@@ -88,6 +88,9 @@ enum Command {
         /// Small shapes (a smoke test for runtimes without a big device).
         #[arg(long)]
         small: bool,
+        /// Only this matvec shape, `MxK` (e.g. 4096x14336).
+        #[arg(long)]
+        shape: Option<String>,
     },
     /// Runs an example kernel on a runtime and checks it byte for byte against the CPU.
     Example {
@@ -117,8 +120,16 @@ fn main() -> ExitCode {
         Command::Conform { runtime, json } => conform(&runtime, json),
         Command::Intrinsics => intrinsics(),
         Command::Lower => lower(),
-        Command::Bench { runtime, iters, rounds, only, small } => {
-            let options = bench::Options { iters, rounds, only, small };
+        Command::Bench { runtime, iters, rounds, only, small, shape } => {
+            let shape = match shape.as_deref().map(|s| s.split_once('x').map(|(m, k)| (m.parse(), k.parse()))) {
+                None => None,
+                Some(Some((Ok(m), Ok(k)))) => Some((m, k)),
+                Some(_) => {
+                    eprintln!("`--shape` takes MxK, e.g. 4096x14336");
+                    return ExitCode::from(2);
+                }
+            };
+            let options = bench::Options { iters, rounds, only, small, shape };
             match client_of(&runtime).and_then(|c| bench::run(&c, &options)) {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::FAILURE,

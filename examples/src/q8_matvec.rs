@@ -48,35 +48,33 @@ fn round_half_away(v: f32) -> i32 {
     r
 }
 
-/// Quantizes `x` into the cube's shared memory, one unit per block of 32: `xq` gets the block's
-/// 32 bytes as two vectors of four packed words, `xd` its scale.
-#[cube]
-fn quantize_block_into(x: &[f32], xq: &mut [Vector<i32, Const<4>>], xd: &mut [f32], block: usize) {
-    let base = block * BLOCK;
-    let mut amax = 0.0f32;
-    #[unroll]
-    for i in 0..BLOCK {
-        amax = max(amax, x[base + i].abs());
-    }
-    let d = amax / 127.0;
-    xd[block] = d;
-    #[unroll]
-    for half in 0..2usize {
-        let mut words = Vector::<i32, Const<4>>::empty();
+/// Quantizes `x` into blocks of 32, one unit per packed word (each finds its block's `amax`
+/// itself, so no unit waits on another): `xq` gets the packed bytes, `xd` each block's scale.
+#[cube(launch)]
+pub fn quantize_q8_1(x: &[f32], xq: &mut [i32], xd: &mut [f32]) {
+    let word = ABSOLUTE_POS;
+    if word < xq.len() {
+        let block = word / 8;
+        let base = block * BLOCK;
+        let mut amax = 0.0f32;
         #[unroll]
-        for w in 0..4usize {
-            let mut packed = 0i32;
-            #[unroll]
-            for j in 0..4usize {
-                let mut q = 0i32;
-                if amax != 0.0 {
-                    q = round_half_away(x[base + half * 16 + w * 4 + j] / d);
-                }
-                packed |= (q & 0xff) << (8 * j as i32);
-            }
-            words.insert(w, packed);
+        for i in 0..BLOCK {
+            amax = max(amax, x[base + i].abs());
         }
-        xq[block * 2 + half] = words;
+        let d = amax / 127.0;
+        if word % 8 == 0 {
+            xd[block] = d;
+        }
+        let mut packed = 0i32;
+        #[unroll]
+        for j in 0..4usize {
+            let mut q = 0i32;
+            if amax != 0.0 {
+                q = round_half_away(x[word * 4 + j] / d);
+            }
+            packed |= (q & 0xff) << (8 * j as i32);
+        }
+        xq[word] = packed;
     }
 }
 
@@ -105,64 +103,70 @@ fn block_dot(
 /// The matvec, written once for both kernels: with `tag`, the dot products and the row sum are
 /// islands; without, they are CubeCL's `dp4a` and `plane_sum` called directly.
 ///
-/// A persistent grid: each cube first quantizes the activations into its shared memory (one
-/// unit per block of 32, llama.cpp's `d = amax / 127`, `q = round(x / d)`), then its planes
-/// walk the rows. Lane `l` of a row's plane takes blocks `l, l + 32, …` in order, two per
-/// step (four 16-byte weight loads in flight), accumulating `fma(dw·dx, sumi, acc)`; the row
-/// sum adds the 32 lane partials in butterfly order.
+/// One 32-lane plane per row, `planes` rows per cube. Lane `l` takes blocks `l, l + 32, …` in
+/// order, `unroll` of them per step: their 16-byte weight loads are all issued before the
+/// first is used. It accumulates `fma(dw·dx, sumi, acc)` block by block; the row sum then adds
+/// the 32 lane partials in butterfly order.
 #[cube]
 fn matvec_body(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
-    x: &[f32],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
     y: &mut [f32],
-    #[comptime] blocks_per_row: usize,
-    #[comptime] planes: u32,
+    #[comptime] config: Config,
     #[comptime] tag: Option<Target>,
 ) {
-    let mut xq = Shared::<[Vector<i32, Const<4>>]>::new_slice(blocks_per_row * 2);
-    let mut xd = Shared::<[f32]>::new_slice(blocks_per_row);
-    let mut block = UNIT_POS as usize;
-    while block < blocks_per_row {
-        quantize_block_into(x, &mut xq, &mut xd, block);
-        block += CUBE_DIM as usize;
-    }
-    sync_cube();
-
+    let blocks_per_row = comptime!(config.blocks_per_row);
+    let unroll = comptime!(config.unroll);
     let lane = (UNIT_POS % LANES) as usize;
-    let plane = (UNIT_POS / LANES) as usize;
+    let row = CUBE_POS * config.planes as usize + (UNIT_POS / LANES) as usize;
     let lanes = LANES as usize;
     let rows = y.len();
-    let per_step = CUBE_COUNT * planes as usize;
-    // Every unit takes the same number of steps: the row sum may synchronise the cube.
-    for step in 0..rows.div_ceil(per_step) {
-        let row = (step * CUBE_COUNT + CUBE_POS) * planes as usize + plane;
-        let mut acc = 0.0f32;
-        if row < rows {
-            let first = row * blocks_per_row;
-            let mut b = lane;
-            while b + lanes < blocks_per_row {
-                let (wa, wb) = (first + b, first + b + lanes);
-                let (wa0, wa1, wb0, wb1) = (wq[wa * 2], wq[wa * 2 + 1], wq[wb * 2], wq[wb * 2 + 1]);
-                let (sa, sb) = (f32::cast_from(wd[wa]) * xd[b], f32::cast_from(wd[wb]) * xd[b + lanes]);
-                let da = block_dot(wa0, wa1, xq[b * 2], xq[b * 2 + 1], tag);
-                let db = block_dot(wb0, wb1, xq[(b + lanes) * 2], xq[(b + lanes) * 2 + 1], tag);
-                acc = fma(sa, f32::cast_from(da), acc);
-                acc = fma(sb, f32::cast_from(db), acc);
-                b += 2 * lanes;
+    let mut acc = 0.0f32;
+    if row < rows {
+        let first = row * blocks_per_row;
+        let mut b = lane;
+        while b + (unroll - 1) * lanes < blocks_per_row {
+            let mut w = Array::<Vector<i32, Const<4>>>::new(2 * unroll);
+            let mut s = Array::<f32>::new(unroll);
+            #[unroll]
+            for u in 0..unroll {
+                let blk = b + u * lanes;
+                w[2 * u] = wq[(first + blk) * 2];
+                w[2 * u + 1] = wq[(first + blk) * 2 + 1];
+                s[u] = f32::cast_from(wd[first + blk]) * xd[blk];
             }
-            if b < blocks_per_row {
-                let wa = first + b;
-                let sa = f32::cast_from(wd[wa]) * xd[b];
-                let da = block_dot(wq[wa * 2], wq[wa * 2 + 1], xq[b * 2], xq[b * 2 + 1], tag);
-                acc = fma(sa, f32::cast_from(da), acc);
+            #[unroll]
+            for u in 0..unroll {
+                let blk = b + u * lanes;
+                let d = block_dot(w[2 * u], w[2 * u + 1], xq[blk * 2], xq[blk * 2 + 1], tag);
+                acc = fma(s[u], f32::cast_from(d), acc);
             }
+            b += unroll * lanes;
         }
-        let total = if comptime!(tag.is_some()) { row_sum(acc, comptime!(tag.unwrap())) } else { plane_sum(acc) };
-        if row < rows && lane == 0 {
-            y[row] = total;
+        while b < blocks_per_row {
+            let wa = first + b;
+            let sa = f32::cast_from(wd[wa]) * xd[b];
+            let da = block_dot(wq[wa * 2], wq[wa * 2 + 1], xq[b * 2], xq[b * 2 + 1], tag);
+            acc = fma(sa, f32::cast_from(da), acc);
+            b += lanes;
         }
     }
+    let total = if comptime!(tag.is_some()) { row_sum(acc, comptime!(tag.unwrap())) } else { plane_sum(acc) };
+    if row < rows && lane == 0 {
+        y[row] = total;
+    }
+}
+
+/// The comptime shape of a matvec kernel.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct Config {
+    pub blocks_per_row: usize,
+    /// Rows (32-lane planes) per cube.
+    pub planes: u32,
+    /// Blocks a lane loads per step.
+    pub unroll: usize,
 }
 
 /// Q8_0 matvec with islands: `dp4a` and a plane sum where the device has them.
@@ -171,12 +175,12 @@ fn matvec_body(
 pub fn matvec_q8_0(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
-    x: &[f32],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
     y: &mut [f32],
-    #[comptime] blocks_per_row: usize,
-    #[comptime] planes: u32,
+    #[comptime] config: Config,
 ) {
-    matvec_body(wq, wd, x, y, blocks_per_row, planes, comptime!(Some(target)));
+    matvec_body(wq, wd, xq, xd, y, config, comptime!(Some(target)));
 }
 
 /// The same kernel written for CUDA by hand, with no island and no tag: CubeCL's `dp4a` and
@@ -186,12 +190,12 @@ pub fn matvec_q8_0(
 pub fn matvec_q8_0_direct(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
-    x: &[f32],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
     y: &mut [f32],
-    #[comptime] blocks_per_row: usize,
-    #[comptime] planes: u32,
+    #[comptime] config: Config,
 ) {
-    matvec_body(wq, wd, x, y, blocks_per_row, planes, comptime!(None::<Target>));
+    matvec_body(wq, wd, xq, xd, y, config, comptime!(None::<Target>));
 }
 
 /// Q8_0 weights in the kernel's layout.
@@ -311,44 +315,38 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// How a matvec launch is shaped: `planes` rows at a time per cube, `cubes` cubes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Grid {
-    pub planes: u32,
-    pub cubes: u32,
-}
-
-impl Grid {
-    /// On a GPU: a persistent grid of `cubes_per_sm` cubes of `planes` planes per
-    /// multiprocessor (defaults 1 and 16; `ISLANDS_MATVEC_PLANES` and
-    /// `ISLANDS_MATVEC_CUBES_PER_SM` override them). On the CPU runtime, which gives every unit
-    /// of a cube with barriers its own thread: one plane per cube, one cube per row.
-    pub fn for_client(client: &Client, rows: usize) -> Grid {
-        if client.name() == "cpu" {
-            return Grid { planes: 1, cubes: rows as u32 };
-        }
-        let knob = |name: &str, default: u32| {
-            std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&v: &u32| v > 0).unwrap_or(default)
-        };
-        let planes = knob("ISLANDS_MATVEC_PLANES", 16);
-        let sms = client.properties().hardware.num_streaming_multiprocessors.unwrap_or(64);
-        let cubes = (sms * knob("ISLANDS_MATVEC_CUBES_PER_SM", 1)).min((rows as u32).div_ceil(planes));
-        Grid { planes, cubes }
+/// How a matvec launch is shaped, chosen per device: on a GPU 4 rows per cube and 4 blocks per
+/// lane step (`ISLANDS_MATVEC_PLANES` and `ISLANDS_MATVEC_UNROLL` override them, for tuning);
+/// on the CPU runtime, which gives every unit of a cube with barriers its own thread, one row
+/// per cube.
+pub fn config_for(client: &Client, cols: usize) -> Config {
+    let knob = |name: &str, default: usize| {
+        std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&v: &usize| v > 0).unwrap_or(default)
+    };
+    let blocks_per_row = cols / BLOCK;
+    if client.name() == "cpu" {
+        return Config { blocks_per_row, planes: 1, unroll: 2 };
+    }
+    Config {
+        blocks_per_row,
+        planes: knob("ISLANDS_MATVEC_PLANES", 4) as u32,
+        unroll: knob("ISLANDS_MATVEC_UNROLL", 4),
     }
 }
 
-/// The largest row length the kernel takes: the quantized activations live in one cube's
-/// shared memory (1.125 bytes per value), which must fit in the 48 KiB every device grants.
-pub const MAX_COLS: usize = 40 * 1024;
+/// Units per cube of the activation quantizer (one unit per packed word).
+const QUANT_UNITS: u32 = 128;
 
 /// Device buffers of one matvec problem, created once (for repeated, kernel-only launches).
 pub struct Problem {
     pub rows: usize,
     pub cols: usize,
-    pub grid: Grid,
+    pub config: Config,
     wq: cubecl::server::Handle,
     wd: cubecl::server::Handle,
     x: cubecl::server::Handle,
+    xq: cubecl::server::Handle,
+    xd: cubecl::server::Handle,
     y: cubecl::server::Handle,
 }
 
@@ -363,41 +361,60 @@ impl Problem {
                 weights.cols
             )));
         }
-        if weights.cols > MAX_COLS {
-            return Err(ShapeError(format!(
-                "rows of {} values do not fit: the quantized activations must fit in 48 KiB of shared memory (at most {MAX_COLS} values)",
-                weights.cols
-            )));
-        }
+        let blocks = weights.cols / BLOCK;
         Ok(Problem {
             rows: weights.rows,
             cols: weights.cols,
-            grid: Grid::for_client(client, weights.rows),
+            config: config_for(client, weights.cols),
             wq: client.create_from_slice(i32::as_bytes(&weights.words)),
             wd: client.create_from_slice(f16::as_bytes(&weights.scales)),
             x: client.create_from_slice(f32::as_bytes(x)),
+            xq: client.empty(blocks * 32),
+            xd: client.empty(blocks * 4),
             y: client.empty(weights.rows * 4),
         })
     }
 
-    /// Runs the matvec (activation quantization included), with `target` as the tag (`None`:
-    /// the tag of the client's device). Refuses a runtime that cannot run the selected arms.
+    fn quantize(&self, client: &Client) {
+        let blocks = self.cols / BLOCK;
+        // SAFETY: the handles were allocated by `new` with these element counts.
+        unsafe {
+            quantize_q8_1::launch(
+                client,
+                CubeCount::Static((blocks as u32 * 8).div_ceil(QUANT_UNITS), 1, 1),
+                CubeDim::new_1d(QUANT_UNITS),
+                BufferArg::from_raw_parts(self.x.clone(), self.cols),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
+                BufferArg::from_raw_parts(self.xd.clone(), blocks),
+            );
+        }
+    }
+
+    fn grid(&self) -> (CubeCount, CubeDim) {
+        let planes = self.config.planes;
+        (CubeCount::Static((self.rows as u32).div_ceil(planes), 1, 1), CubeDim::new_1d(LANES * planes))
+    }
+
+    /// Quantizes the activations and runs the matvec, with `target` as the tag (`None`: the
+    /// tag of the client's device). Refuses a runtime that cannot run the selected arms.
     pub fn launch(&self, client: &Client, target: Option<Target>) -> Result<(), ShapeError> {
         let target = target.unwrap_or_else(|| Target::for_client(client));
         crate::rows::check_runtime(client, &target)?;
         let blocks = self.cols / BLOCK;
+        let (count, dim) = self.grid();
+        self.quantize(client);
         // SAFETY: every handle was allocated by `new` with the element count given here.
         unsafe {
             matvec_q8_0::launch_with(
                 client,
-                CubeCount::Static(self.grid.cubes, 1, 1),
-                CubeDim::new_1d(LANES * self.grid.planes),
+                count,
+                dim,
                 BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
                 BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
-                BufferArg::from_raw_parts(self.x.clone(), self.cols),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
+                BufferArg::from_raw_parts(self.xd.clone(), blocks),
                 BufferArg::from_raw_parts(self.y.clone(), self.rows),
-                blocks,
-                self.grid.planes,
+                self.config,
                 target,
             );
         }
@@ -407,23 +424,25 @@ impl Problem {
     /// The same work with [`matvec_q8_0_direct`], the version written without islands.
     pub fn launch_direct(&self, client: &Client) {
         let blocks = self.cols / BLOCK;
+        let (count, dim) = self.grid();
+        self.quantize(client);
         // SAFETY: every handle was allocated by `new` with the element count given here.
         unsafe {
             matvec_q8_0_direct::launch(
                 client,
-                CubeCount::Static(self.grid.cubes, 1, 1),
-                CubeDim::new_1d(LANES * self.grid.planes),
+                count,
+                dim,
                 BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
                 BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
-                BufferArg::from_raw_parts(self.x.clone(), self.cols),
+                BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
+                BufferArg::from_raw_parts(self.xd.clone(), blocks),
                 BufferArg::from_raw_parts(self.y.clone(), self.rows),
-                blocks,
-                self.grid.planes,
+                self.config,
             );
         }
     }
 
-    /// Reads `y` back.
+/// Reads `y` back.
     pub fn output(&self, client: &Client) -> Result<Vec<f32>, String> {
         let bytes = island_runtime::proof::read(client, self.y.clone())?;
         Ok(f32::from_bytes(&bytes).to_vec())
