@@ -100,16 +100,32 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     let mut island = || drop(p.launch(client, Some(native)));
     let mut forced_default = || drop(p.launch(client, Some(default)));
     let mut direct = || p.launch_direct(client);
-    let times = side_by_side(
-        client,
-        o.rounds,
-        o.iters,
-        &mut [("island", &mut island), ("default", &mut forced_default), ("direct", &mut direct)],
-    )?;
+    let mut quantize_only = || p.quantize(client);
+    let mut matvec_only = || p.matvec(client, native);
+    // The same two launches recorded once as a graph and replayed (where the runtime can).
+    let island_graph = record(client, || drop(p.launch(client, Some(native))));
+    let direct_graph = record(client, || p.launch_direct(client));
+    let mut island_replay = || replay(&island_graph);
+    let mut direct_replay = || replay(&direct_graph);
+    let mut variants: Vec<(&str, &mut dyn FnMut())> = vec![
+        ("island, native arms", &mut island),
+        ("island forced to `default`", &mut forced_default),
+        ("direct (no island)", &mut direct),
+        ("  of which: quantizer alone", &mut quantize_only),
+        ("  of which: matvec alone", &mut matvec_only),
+    ];
+    if island_graph.is_ok() && direct_graph.is_ok() {
+        variants.push(("island, graph replay", &mut island_replay));
+        variants.push(("direct, graph replay", &mut direct_replay));
+    } else if let Err(e) = &island_graph {
+        println!("    (no graph replay: {})", e.lines().next().unwrap_or_default());
+    }
+    let names: Vec<&str> = variants.iter().map(|(n, _)| *n).collect();
+    let times = side_by_side(client, o.rounds, o.iters, &mut variants)?;
     let weight_bytes = m * k + m * k / 32 * 2;
     let read_bytes = weight_bytes + k * 4;
     println!("\nQ8_0 matvec m={m} n=1 k={k}, f32 activations quantized in the timed work ({:.1} MB of weights)", weight_bytes as f64 / 1e6);
-    for (name, t) in ["island, native arms", "island forced to `default`", "direct (no island)"].iter().zip(&times) {
+    for (name, t) in names.iter().zip(&times) {
         println!(
             "    {name:<28} {:>8.2} µs   {:>6.0} GB/s effective",
             us(*t),
@@ -117,6 +133,9 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
         );
     }
     println!("    island / direct time ratio: {:.4}", times[0].as_secs_f64() / times[2].as_secs_f64());
+    if times.len() > 6 {
+        println!("    island / direct time ratio, graph replay: {:.4}", times[5].as_secs_f64() / times[6].as_secs_f64());
+    }
 
     p.launch(client, Some(native)).map_err(|e| e.to_string())?;
     let y_island = p.output(client)?;
@@ -140,6 +159,23 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     ok &= check("device `default` vs island", &bits(&y_default), &bits(&y_island));
     ok &= check("direct vs island", &bits(&y_direct), &bits(&y_island));
     Ok(ok)
+}
+
+/// Records what `dispatch` launches as a graph.
+fn record(client: &Client, mut dispatch: impl FnMut()) -> Result<island_runtime::__private::cubecl::client::Graph, String> {
+    client.graph_prepare().map_err(|e| e.to_string())?;
+    dispatch();
+    client.start_capture().map_err(|e| e.to_string())?;
+    dispatch();
+    client.stop_capture().map_err(|e| e.to_string())
+}
+
+fn replay(graph: &Result<island_runtime::__private::cubecl::client::Graph, String>) {
+    if let Ok(g) = graph {
+        // SAFETY: the graph's buffers live as long as the problem, and only this thread uses
+        // them, on the client's one stream.
+        let _ = unsafe { g.replay() };
+    }
 }
 
 fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options) -> Result<bool, String> {

@@ -126,6 +126,8 @@ fn matvec_body(
     let mut acc = 0.0f32;
     if row < rows {
         let first = row * blocks_per_row;
+        // Weight vectors come in groups of 32 blocks, low halves then high halves (see
+        // `Q8Weights::words`): lane `l` reads vector `l` of each half, 512 contiguous bytes a warp.
         let mut b = lane;
         while b + (unroll - 1) * lanes < blocks_per_row {
             let mut w = Array::<Vector<i32, Const<4>>>::new(2 * unroll);
@@ -133,8 +135,10 @@ fn matvec_body(
             #[unroll]
             for u in 0..unroll {
                 let blk = b + u * lanes;
-                w[2 * u] = wq[(first + blk) * 2];
-                w[2 * u + 1] = wq[(first + blk) * 2 + 1];
+                let group = blk - lane;
+                let size = min(lanes, blocks_per_row - group);
+                w[2 * u] = wq[(first + group) * 2 + lane];
+                w[2 * u + 1] = wq[(first + group) * 2 + size + lane];
                 s[u] = f32::cast_from(wd[first + blk]) * xd[blk];
             }
             #[unroll]
@@ -146,9 +150,11 @@ fn matvec_body(
             b += unroll * lanes;
         }
         while b < blocks_per_row {
-            let wa = first + b;
-            let sa = f32::cast_from(wd[wa]) * xd[b];
-            let da = block_dot(wq[wa * 2], wq[wa * 2 + 1], xq[b * 2], xq[b * 2 + 1], tag);
+            let group = b - lane;
+            let size = min(lanes, blocks_per_row - group);
+            let (w0, w1) = (wq[(first + group) * 2 + lane], wq[(first + group) * 2 + size + lane]);
+            let sa = f32::cast_from(wd[first + b]) * xd[b];
+            let da = block_dot(w0, w1, xq[b * 2], xq[b * 2 + 1], tag);
             acc = fma(sa, f32::cast_from(da), acc);
             b += lanes;
         }
@@ -203,7 +209,10 @@ pub fn matvec_q8_0_direct(
 pub struct Q8Weights {
     pub rows: usize,
     pub cols: usize,
-    /// 8 words per block, blocks in row order.
+    /// 8 words per block, rows in order. Within a row, blocks come in groups of 32 (the last
+    /// may be shorter): first the low 16 bytes of each block of the group, then the high 16
+    /// bytes, so that 32 lanes reading one half each read 512 contiguous bytes. See
+    /// [`Q8Weights::word_index`].
     pub words: Vec<i32>,
     /// One scale per block.
     pub scales: Vec<f16>,
@@ -224,12 +233,13 @@ impl Q8Weights {
                 blocks.len()
             )));
         }
-        let mut words = Vec::with_capacity(n * 8);
+        let mut words = vec![0i32; n * 8];
         let mut scales = Vec::with_capacity(n);
-        for block in blocks.chunks_exact(GGUF_BLOCK_BYTES) {
+        let per_row = cols / BLOCK;
+        for (i, block) in blocks.chunks_exact(GGUF_BLOCK_BYTES).enumerate() {
             scales.push(f16::from_le_bytes([block[0], block[1]]));
-            for w in block[2..].chunks_exact(4) {
-                words.push(i32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+            for (j, w) in block[2..].chunks_exact(4).enumerate() {
+                words[word_index(per_row, i / per_row, i % per_row, j)] = i32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             }
         }
         Ok(Q8Weights { rows, cols, words, scales })
@@ -246,6 +256,15 @@ impl Q8Weights {
         }
         Ok(out)
     }
+}
+
+/// Where word `j` (0..8) of block `block` of row `row` lives in [`Q8Weights::words`], for rows
+/// of `per_row` blocks.
+pub fn word_index(per_row: usize, row: usize, block: usize, j: usize) -> usize {
+    let group = block - block % 32;
+    let size = 32.min(per_row - group);
+    let vector = row * per_row * 2 + group * 2 + (j / 4) * size + block % 32;
+    vector * 4 + j % 4
 }
 
 /// A shape the kernels cannot handle, reported before anything is launched.
@@ -302,7 +321,8 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
                     for b in (lane..blocks_per_row).step_by(LANES as usize) {
                         let wb = row * blocks_per_row + b;
                         let sumi = (0..8).fold(0i32, |s, j| {
-                            island_intrinsics::dp4a::reference(weights.words[wb * 8 + j], xq[b * 8 + j], s)
+                            let w = weights.words[word_index(blocks_per_row, row, b, j)];
+                            island_intrinsics::dp4a::reference(w, xq[b * 8 + j], s)
                         });
                         let scale = weights.scales[wb].to_f32() * xd[b];
                         acc = scale.mul_add(sumi as f32, acc);
@@ -375,7 +395,8 @@ impl Problem {
         })
     }
 
-    fn quantize(&self, client: &Client) {
+    /// Only the activation quantizer (for a bench's breakdown).
+    pub fn quantize(&self, client: &Client) {
         let blocks = self.cols / BLOCK;
         // SAFETY: the handles were allocated by `new` with these element counts.
         unsafe {
@@ -400,9 +421,15 @@ impl Problem {
     pub fn launch(&self, client: &Client, target: Option<Target>) -> Result<(), ShapeError> {
         let target = target.unwrap_or_else(|| Target::for_client(client));
         crate::rows::check_runtime(client, &target)?;
+        self.quantize(client);
+        self.matvec(client, target);
+        Ok(())
+    }
+
+    /// Only the matvec, on the activations the last [`quantize`](Self::quantize) left.
+    pub fn matvec(&self, client: &Client, target: Target) {
         let blocks = self.cols / BLOCK;
         let (count, dim) = self.grid();
-        self.quantize(client);
         // SAFETY: every handle was allocated by `new` with the element count given here.
         unsafe {
             matvec_q8_0::launch_with(
@@ -418,7 +445,6 @@ impl Problem {
                 target,
             );
         }
-        Ok(())
     }
 
     /// The same work with [`matvec_q8_0_direct`], the version written without islands.
