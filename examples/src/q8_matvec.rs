@@ -78,39 +78,6 @@ pub fn quantize_q8_1(x: &[f32], xq: &mut [i32], xd: &mut [f32]) {
     }
 }
 
-/// Quantizes block `block` of `x` into a cube's staged activations: its two 16-byte halves
-/// into `xs[block]` and `xs[blocks + block]`, its scale into `xd[block]`. The same arithmetic as
-/// [`quantize_q8_1`].
-#[cube]
-fn quantize_block_into(x: &[f32], xs: &mut [Vector<i32, Const<4>>], xd: &mut [f32], block: usize, #[comptime] blocks: usize) {
-    let base = block * BLOCK;
-    let mut amax = 0.0f32;
-    #[unroll]
-    for i in 0..BLOCK {
-        amax = max(amax, x[base + i].abs());
-    }
-    let d = amax / 127.0;
-    xd[block] = d;
-    #[unroll]
-    for half in 0..2usize {
-        let mut words = Vector::<i32, Const<4>>::empty();
-        #[unroll]
-        for w in 0..4usize {
-            let mut packed = 0i32;
-            #[unroll]
-            for j in 0..4usize {
-                let mut q = 0i32;
-                if amax != 0.0 {
-                    q = round_half_away(x[base + half * 16 + w * 4 + j] / d);
-                }
-                packed |= (q & 0xff) << (8 * j as i32);
-            }
-            words.insert(w, packed);
-        }
-        xs[half * blocks + block] = words;
-    }
-}
-
 /// One block's contribution: `Σ_j dot(w_j, x_j)` over its 8 words, in word order.
 #[cube]
 fn block_dot(
@@ -141,11 +108,9 @@ fn block_dot(
 /// first is used. It accumulates `fma(dw·dx, sumi, acc)` block by block; the row sum then adds
 /// the 32 lane partials in butterfly order.
 #[cube]
-#[allow(clippy::too_many_arguments)]
 fn matvec_body(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
-    x: &[f32],
     xq: &[Vector<i32, Const<4>>],
     xd: &[f32],
     y: &mut [f32],
@@ -158,26 +123,6 @@ fn matvec_body(
     let row = CUBE_POS * config.planes as usize + (UNIT_POS / LANES) as usize;
     let lanes = LANES as usize;
     let rows = y.len();
-
-    // The activations, staged once per cube in shared memory (every plane of the cube reads all
-    // of them): the blocks' low halves, then their high halves, so a warp reading one half per
-    // lane is free of bank conflicts. `fused` quantizes `x` here; otherwise the quantizer
-    // kernel has filled `xq`/`xd` already.
-    let mut xs = Shared::<[Vector<i32, Const<4>>]>::new_slice(blocks_per_row * 2);
-    let mut ds = Shared::<[f32]>::new_slice(blocks_per_row);
-    let mut i = UNIT_POS as usize;
-    while i < blocks_per_row {
-        if comptime!(config.fused) {
-            quantize_block_into(x, &mut xs, &mut ds, i, blocks_per_row);
-        } else {
-            xs[i] = xq[i * 2];
-            xs[blocks_per_row + i] = xq[i * 2 + 1];
-            ds[i] = xd[i];
-        }
-        i += CUBE_DIM as usize;
-    }
-    sync_cube();
-
     let mut acc = 0.0f32;
     if row < rows {
         let first = row * blocks_per_row;
@@ -194,12 +139,12 @@ fn matvec_body(
                 let size = min(lanes, blocks_per_row - group);
                 w[2 * u] = wq[(first + group) * 2 + lane];
                 w[2 * u + 1] = wq[(first + group) * 2 + size + lane];
-                s[u] = f32::cast_from(wd[first + blk]) * ds[blk];
+                s[u] = f32::cast_from(wd[first + blk]) * xd[blk];
             }
             #[unroll]
             for u in 0..unroll {
                 let blk = b + u * lanes;
-                let d = block_dot(w[2 * u], w[2 * u + 1], xs[blk], xs[blocks_per_row + blk], tag);
+                let d = block_dot(w[2 * u], w[2 * u + 1], xq[blk * 2], xq[blk * 2 + 1], tag);
                 acc = fma(s[u], f32::cast_from(d), acc);
             }
             b += unroll * lanes;
@@ -208,8 +153,8 @@ fn matvec_body(
             let group = b - lane;
             let size = min(lanes, blocks_per_row - group);
             let (w0, w1) = (wq[(first + group) * 2 + lane], wq[(first + group) * 2 + size + lane]);
-            let sa = f32::cast_from(wd[first + b]) * ds[b];
-            let da = block_dot(w0, w1, xs[b], xs[blocks_per_row + b], tag);
+            let sa = f32::cast_from(wd[first + b]) * xd[b];
+            let da = block_dot(w0, w1, xq[b * 2], xq[b * 2 + 1], tag);
             acc = fma(sa, f32::cast_from(da), acc);
             b += lanes;
         }
@@ -228,9 +173,6 @@ pub struct Config {
     pub planes: u32,
     /// Blocks a lane loads per step.
     pub unroll: usize,
-    /// Each cube quantizes the activations itself, into its shared memory, instead of a
-    /// separate quantizer kernel filling `xq`/`xd` first.
-    pub fused: bool,
 }
 
 /// Q8_0 matvec with islands: `dp4a` and a plane sum where the device has them.
@@ -239,13 +181,12 @@ pub struct Config {
 pub fn matvec_q8_0(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
-    x: &[f32],
     xq: &[Vector<i32, Const<4>>],
     xd: &[f32],
     y: &mut [f32],
     #[comptime] config: Config,
 ) {
-    matvec_body(wq, wd, x, xq, xd, y, config, comptime!(Some(target)));
+    matvec_body(wq, wd, xq, xd, y, config, comptime!(Some(target)));
 }
 
 /// The same kernel written for CUDA by hand, with no island and no tag: CubeCL's `dp4a` and
@@ -255,13 +196,12 @@ pub fn matvec_q8_0(
 pub fn matvec_q8_0_direct(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
-    x: &[f32],
     xq: &[Vector<i32, Const<4>>],
     xd: &[f32],
     y: &mut [f32],
     #[comptime] config: Config,
 ) {
-    matvec_body(wq, wd, x, xq, xd, y, config, comptime!(None::<Target>));
+    matvec_body(wq, wd, xq, xd, y, config, comptime!(None::<Target>));
 }
 
 /// Q8_0 weights in the kernel's layout.
@@ -395,9 +335,8 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// How a matvec launch is shaped, chosen per device: on a GPU 8 rows per cube, 4 blocks per
-/// lane step, activations quantized by each cube (`ISLANDS_MATVEC_PLANES`,
-/// `ISLANDS_MATVEC_UNROLL` and `ISLANDS_MATVEC_FUSED=0|1` override them, for tuning);
+/// How a matvec launch is shaped, chosen per device: on a GPU 4 rows per cube and 4 blocks per
+/// lane step (`ISLANDS_MATVEC_PLANES` and `ISLANDS_MATVEC_UNROLL` override them, for tuning);
 /// on the CPU runtime, which gives every unit of a cube with barriers its own thread, one row
 /// per cube.
 pub fn config_for(client: &Client, cols: usize) -> Config {
@@ -406,19 +345,14 @@ pub fn config_for(client: &Client, cols: usize) -> Config {
     };
     let blocks_per_row = cols / BLOCK;
     if client.name() == "cpu" {
-        return Config { blocks_per_row, planes: 1, unroll: 2, fused: knob("ISLANDS_MATVEC_FUSED", 0) == 1 };
+        return Config { blocks_per_row, planes: 1, unroll: 2 };
     }
     Config {
         blocks_per_row,
-        planes: knob("ISLANDS_MATVEC_PLANES", 8) as u32,
+        planes: knob("ISLANDS_MATVEC_PLANES", 4) as u32,
         unroll: knob("ISLANDS_MATVEC_UNROLL", 4),
-        fused: knob("ISLANDS_MATVEC_FUSED", 1) == 1,
     }
 }
-
-/// The longest row the kernel takes: a cube stages the quantized activations (36 bytes per block
-/// of 32) in shared memory, within the 48 KiB every device grants.
-pub const MAX_COLS: usize = 40 * 1024;
 
 /// Units per cube of the activation quantizer (one unit per packed word).
 const QUANT_UNITS: u32 = 128;
@@ -444,12 +378,6 @@ impl Problem {
             return Err(ShapeError(format!(
                 "the activation vector has {} values, the weights {} columns",
                 x.len(),
-                weights.cols
-            )));
-        }
-        if weights.cols > MAX_COLS {
-            return Err(ShapeError(format!(
-                "rows of {} values do not fit: a cube stages the quantized activations in 48 KiB of shared memory (at most {MAX_COLS} values)",
                 weights.cols
             )));
         }
@@ -493,9 +421,7 @@ impl Problem {
     pub fn launch(&self, client: &Client, target: Option<Target>) -> Result<(), ShapeError> {
         let target = target.unwrap_or_else(|| Target::for_client(client));
         crate::rows::check_runtime(client, &target)?;
-        if !self.config.fused {
-            self.quantize(client);
-        }
+        self.quantize(client);
         self.matvec(client, target);
         Ok(())
     }
@@ -512,7 +438,6 @@ impl Problem {
                 dim,
                 BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
                 BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
-                BufferArg::from_raw_parts(self.x.clone(), self.cols),
                 BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),
                 BufferArg::from_raw_parts(self.y.clone(), self.rows),
@@ -526,9 +451,7 @@ impl Problem {
     pub fn launch_direct(&self, client: &Client) {
         let blocks = self.cols / BLOCK;
         let (count, dim) = self.grid();
-        if !self.config.fused {
-            self.quantize(client);
-        }
+        self.quantize(client);
         // SAFETY: every handle was allocated by `new` with the element count given here.
         unsafe {
             matvec_q8_0_direct::launch(
@@ -537,7 +460,6 @@ impl Problem {
                 dim,
                 BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
                 BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
-                BufferArg::from_raw_parts(self.x.clone(), self.cols),
                 BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),
                 BufferArg::from_raw_parts(self.y.clone(), self.rows),
