@@ -335,8 +335,8 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// How a matvec launch is shaped, chosen per device: on a GPU 4 rows per cube and 4 blocks per
-/// lane step (`ISLANDS_MATVEC_PLANES` and `ISLANDS_MATVEC_UNROLL` override them, for tuning);
+/// How a matvec launch is shaped, chosen per device: on a GPU 8 rows per cube and 2 blocks per
+/// lane step (the fastest of the shapes measured in `docs/perf.md`) (`ISLANDS_MATVEC_PLANES` and `ISLANDS_MATVEC_UNROLL` override them, for tuning);
 /// on the CPU runtime, which gives every unit of a cube with barriers its own thread, one row
 /// per cube.
 pub fn config_for(client: &Client, cols: usize) -> Config {
@@ -349,8 +349,8 @@ pub fn config_for(client: &Client, cols: usize) -> Config {
     }
     Config {
         blocks_per_row,
-        planes: knob("ISLANDS_MATVEC_PLANES", 4) as u32,
-        unroll: knob("ISLANDS_MATVEC_UNROLL", 4),
+        planes: knob("ISLANDS_MATVEC_PLANES", 8) as u32,
+        unroll: knob("ISLANDS_MATVEC_UNROLL", 2),
     }
 }
 
