@@ -19,8 +19,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 // Link the crates whose islands this binary lists.
+use island_consumer as _;
 use island_examples as _;
 use island_intrinsics as _;
+use island_vendor_byteperm as _;
 
 #[derive(Parser)]
 #[command(version, about = "List and prove the island arms registered in this build")]

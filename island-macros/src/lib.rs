@@ -10,6 +10,7 @@
 
 mod ast;
 mod expand;
+mod intrinsic;
 mod kernel;
 mod parse;
 mod validate;
@@ -23,6 +24,15 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn islands(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
+}
+
+/// A packaged intrinsic: on an inline module holding `#[cube] fn emulate(…)` and one
+/// `#[cube] fn <backend>(…)` per native lowering, it adds `call(…, target)` and registers the
+/// intrinsic. Options: `name = "…"`, `summary = "…"`, `check = path::to::check_function`,
+/// `lowerings(cuda => "instruction", vulkan if dp4a => "…")`.
+#[proc_macro_attribute]
+pub fn intrinsic(attr: TokenStream, item: TokenStream) -> TokenStream {
+    intrinsic::expand(attr.into(), item.into()).into()
 }
 
 /// A per-backend block inside a kernel. Only meaningful inside a function marked `#[islands]`,

@@ -45,6 +45,16 @@ impl Intrinsic {
     }
 }
 
+/// Called while a kernel expands, when intrinsic `name` runs its emulation: if the tag says the
+/// arm runs natively on its device, the intrinsic declares no lowering for that backend (an arm
+/// of a backend it does not declare). That is the documented fall back, correct but not
+/// accelerated; it is logged here, and the lowering check reports the arm.
+pub fn note_emulated(name: &str, target: &crate::Target) {
+    if target.is_native() {
+        log::warn!("islands: intrinsic `{name}` has no lowering for {target}; running its emulation");
+    }
+}
+
 /// Every registered intrinsic, sorted by name.
 pub fn intrinsics() -> &'static [&'static Intrinsic] {
     static ALL: OnceLock<Vec<&'static Intrinsic>> = OnceLock::new();

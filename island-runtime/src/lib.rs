@@ -36,7 +36,7 @@ pub mod value;
 pub use backend::{Backend, Executor};
 pub use capability::{Atom, Cmp, Elem, Guard, Mma};
 pub use contract::Contract;
-pub use island_macros::{__expand_island, island, islands};
+pub use island_macros::{__expand_island, intrinsic, island, islands};
 pub use profile::Profile;
 pub use registry::{ArmEntry, Expect};
 pub use target::{ArmSpec, Exec, Selection, Site, Target};

@@ -168,6 +168,12 @@ impl Target {
         }
     }
 
+    /// Whether the selected arm lowers natively on `backend`: the arm was selected for
+    /// `backend` and `backend`'s device executes it.
+    pub fn native_on(&self, backend: Backend) -> bool {
+        self.is_native() && self.arms.is_some_and(|p| p.backend == backend)
+    }
+
     /// The plane width whose semantics an arm's plane operations must reproduce: the selected
     /// profile's, or the hardware's when no arm is selected.
     pub fn plane(&self) -> u32 {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// One trial per registered arm the device of `runtime` selects. When the device cannot be
 /// opened, one failing trial says why: a conformance run that silently checks nothing would
 /// read as a pass.
-pub fn trials(runtime: RuntimeName) -> Vec<Trial> {
+pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
     let device = match runtime.client() {
         Ok(c) => c,
         Err(e) => {
@@ -28,13 +28,14 @@ pub fn trials(runtime: RuntimeName) -> Vec<Trial> {
         .with_kind("conformance")];
     };
     let options = Arc::new(ProofOptions::default());
-    let mut trials = vec![Trial::test(format!("conformance::{runtime}::device"), move || {
+    let mut trials = vec![Trial::test(format!("conformance::{runtime}::device::{}", crates.join("+")), move || {
         println!("{profile}");
         Ok(())
     })
     .with_kind("conformance")];
     for &entry in registry::arms() {
-        if !entry.spec().admits(&profile) || entry.expect == island_runtime::Expect::Mismatch {
+        let wanted = crates.is_empty() || crates.contains(&entry.krate);
+        if !wanted || !entry.spec().admits(&profile) || entry.expect == island_runtime::Expect::Mismatch {
             continue;
         }
         let device = device.clone();

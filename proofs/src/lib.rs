@@ -12,7 +12,9 @@
 //! ```ignore
 //! // tests/islands.rs
 //! use my_kernels as _; // link the crate, so its registrations are seen
-//! fn main() { proofs::main(env!("CARGO_PKG_NAME")) }
+//! fn main() {
+//!     proofs::main(env!("CARGO_PKG_NAME"), concat!(env!("CARGO_MANIFEST_DIR"), "/src").to_string())
+//! }
 //! ```
 
 pub mod conformance;
@@ -139,9 +141,15 @@ pub fn run(mut trials: Vec<Trial>) -> ! {
     libtest_mimic::run(&args, trials).exit()
 }
 
-/// The harness of a crate with islands: the proofs of its arms and its registry check.
+/// The harness of a crate with islands: the proofs of its arms, its registry check, the
+/// lowering check of its arms and intrinsics, and their conformance on every device runtime
+/// the build has.
 pub fn main(krate: &'static str, sources: String) -> ! {
     let mut trials = proof_trials(&[krate]);
     trials.extend(registry_trials(&[(krate, sources)]));
+    trials.extend(lowering::trials(&[krate]));
+    for runtime in conformance_runtimes() {
+        trials.extend(conformance::trials(runtime, &[krate]));
+    }
     run(trials)
 }

@@ -9,17 +9,19 @@ use island_runtime::registry::{self, ArmEntry};
 use island_runtime::{Backend, Profile};
 use libtest_mimic::{Failed, Trial};
 
-/// One trial per row of the intrinsic table and per (registered arm, backend of the arm).
-pub fn trials() -> Vec<Trial> {
+/// One trial per row of the intrinsic table and per (registered arm, backend of the arm), for
+/// the crates named (every crate when `crates` is empty).
+pub fn trials(crates: &[&str]) -> Vec<Trial> {
     let mut trials = Vec::new();
-    for &i in intrinsic::intrinsics() {
+    let wanted = |krate: &str| crates.is_empty() || crates.contains(&krate);
+    for &i in intrinsic::intrinsics().iter().filter(|i| wanted(i.krate)) {
         for row in i.lowerings {
             let name = format!("lowering::{}::{}", i.name, row.backend);
             trials.push(trial(name, Codegen::of(row.backend), move || table_row(i, row)));
         }
     }
     // Negative fixtures are planted bugs, not arms anyone lowers.
-    for &entry in registry::arms().iter().filter(|e| e.expect == island_runtime::Expect::Equal) {
+    for &entry in registry::arms().iter().filter(|e| e.expect == island_runtime::Expect::Equal && wanted(e.krate)) {
         for &backend in entry.spec().backends {
             let name = format!("lowering::{}@{}", entry.name(), backend);
             trials.push(trial(name, Codegen::of(backend), move || arm(entry, backend)));

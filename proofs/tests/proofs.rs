@@ -8,15 +8,16 @@ use island_examples as _;
 use island_intrinsics as _;
 
 fn main() {
-    let mut trials = proofs::proof_trials(&[]);
+    let mut trials = proofs::proof_trials(&["island-examples", "island-intrinsics", "proofs"]);
     trials.extend(proofs::registry_trials(&[
         ("island-examples", concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/src").to_string()),
         ("island-intrinsics", concat!(env!("CARGO_MANIFEST_DIR"), "/../intrinsics/src").to_string()),
     ]));
     trials.extend(examples::trials());
-    trials.extend(proofs::lowering::trials());
+    let ours = ["island-examples", "island-intrinsics", "proofs"];
+    trials.extend(proofs::lowering::trials(&ours));
     for runtime in proofs::conformance_runtimes() {
-        trials.extend(proofs::conformance::trials(runtime));
+        trials.extend(proofs::conformance::trials(runtime, &ours));
     }
     proofs::run(trials)
 }

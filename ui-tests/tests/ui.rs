@@ -1,4 +1,4 @@
-//! The macro's errors, pinned: one compile-fail case per error with its `.stderr`, and
+//! The macros' errors, pinned: one compile-fail case per error with its `.stderr`, and
 //! compile-pass cases for islands written where users write them.
 //!
 //! Regenerate snapshots with `TRYBUILD=overwrite cargo test -p ui-tests`, then review the diff.
@@ -7,5 +7,6 @@
 fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/fail/*.rs");
+    t.compile_fail("tests/ui/intrinsic/*.rs");
     t.pass("tests/ui/pass/*.rs");
 }
