@@ -1,5 +1,3 @@
-use cubecl::prelude::*;
-
 fn check() {}
 
 // An intrinsic must carry its emulation: without it no arm using it could be proven on the CPU.

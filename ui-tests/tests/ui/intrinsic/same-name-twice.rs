@@ -1,5 +1,3 @@
-use cubecl::prelude::*;
-
 fn check() {}
 
 #[island_runtime::intrinsic(name = "swizzle", summary = "…", check = check, lowerings())]

@@ -1,5 +1,3 @@
-use cubecl::prelude::*;
-
 fn check() {}
 
 // A native lowering the attribute does not declare, and a declared one without its function.
