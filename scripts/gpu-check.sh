@@ -24,5 +24,5 @@ run prove-cuda prove --runtime cuda
 run example-q8 example q8-matvec --runtime cuda --rows 4096 --cols 14336 --cpu-rows 32
 run example-rmsnorm example rmsnorm --runtime cuda --rows 4096 --cols 4096 --cpu-rows 8
 run example-gemm example gemm-i8 --runtime cuda --rows 1024 --cols 1024 --cpu-rows 16
-run bench bench --runtime cuda
+run bench bench --runtime cuda --rounds 11
 exit $status
