@@ -202,7 +202,7 @@ fn intrinsics() -> ExitCode {
 }
 
 fn lower() -> ExitCode {
-    use island_runtime::lowering::{self, Codegen, Which};
+    use island_runtime::lowering::{self, Codegen};
     let host = match client_of("cpu") {
         Ok(c) => c,
         Err(e) => {
@@ -212,35 +212,20 @@ fn lower() -> ExitCode {
     };
     let mut rows = Vec::new();
     let mut failed = 0;
-    for i in island_runtime::intrinsic::intrinsics() {
+    for &i in island_runtime::intrinsic::intrinsics() {
         for l in i.lowerings {
             let codegen = Codegen::of(l.backend);
-            let entry = i.check_arms().into_iter().find(|e| e.spec().backends.contains(&l.backend));
-            let verdict = match entry {
-                _ if !codegen.available() => "skipped (generator not built)".to_string(),
-                None => "NO CHECK ARM".to_string(),
-                Some(entry) => {
-                    let profile = island_runtime::Profile::references(l.backend)
-                        .into_iter()
-                        .find(|p| entry.spec().guard.holds(p) && l.requires.holds(p));
-                    match (profile, &entry.proof) {
-                        (Some(p), proof::ProofSpec::Lifted(lifted)) => {
-                            let arm = lowering::source(entry, lifted, &p, Which::Arm, &host);
-                            let default = lowering::source(entry, lifted, &p, Which::Default, &host);
-                            match (arm, default) {
-                                (Ok(a), Ok(d)) if a.contains(l.instruction) && !d.contains(l.instruction) => "emitted, absent from default".into(),
-                                (Ok(a), Ok(_)) if a.contains(l.instruction) => "LEAKS INTO DEFAULT".into(),
-                                (Ok(_), Ok(_)) => "NOT EMITTED".into(),
-                                (Err(e), _) | (_, Err(e)) => format!("ERROR {}", e.lines().next().unwrap_or_default()),
-                            }
-                        }
-                        _ => "NO PROFILE".into(),
+            let verdict = if !codegen.available() {
+                "skipped (generator not built)".to_string()
+            } else {
+                match lowering::check_row(i, l, &host) {
+                    Ok(()) => "emitted, absent from default".to_string(),
+                    Err(e) => {
+                        failed += 1;
+                        format!("FAILED: {}", e.lines().next().unwrap_or_default())
                     }
                 }
             };
-            if !verdict.starts_with("emitted") && !verdict.starts_with("skipped") {
-                failed += 1;
-            }
             rows.push(vec![i.name.to_string(), l.backend.to_string(), codegen.name().to_string(), l.instruction.to_string(), verdict]);
         }
     }

@@ -217,3 +217,74 @@ fn compile(lifted: &'static Lifted, target: Target, device: Arc<DeviceProperties
     let definition = (lifted.define)(&args, device, Arc::new(Default::default()))?;
     codegen.compile(definition, profile)
 }
+
+/// A reference profile of `backend` that `entry`'s guard (and `requires`) admits.
+fn profile_for(entry: &ArmEntry, backend: crate::Backend, requires: crate::Guard) -> Option<Profile> {
+    Profile::references(backend)
+        .into_iter()
+        .find(|p| entry.spec().guard.holds(p) && requires.holds(p))
+}
+
+/// The arm's and `default`'s sources for `profile`.
+fn both_sources(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Result<(String, String), String> {
+    let crate::proof::ProofSpec::Lifted(lifted) = &entry.proof else {
+        return Err(format!("{} has no proof signature, so it cannot be compiled on its own", entry.name()));
+    };
+    Ok((source(entry, lifted, profile, Which::Arm, host)?, source(entry, lifted, profile, Which::Default, host)?))
+}
+
+/// One row of the intrinsic table: the intrinsic's check arm, compiled for the row's backend,
+/// contains the row's instruction and `default` does not.
+pub fn check_row(i: &'static crate::intrinsic::Intrinsic, row: &'static crate::intrinsic::Lowering, host: &Client) -> Result<(), String> {
+    let entry = i
+        .check_arms()
+        .into_iter()
+        .find(|e| e.spec().backends.contains(&row.backend))
+        .ok_or_else(|| format!("{}: its check `{}` has no arm for {}", i.name, (i.check)(), row.backend))?;
+    let profile = profile_for(entry, row.backend, row.requires)
+        .ok_or_else(|| format!("{}: no reference {} device meets the check's guard", i.name, row.backend))?;
+    let (arm, default) = both_sources(entry, &profile, host)?;
+    let codegen = Codegen::of(row.backend).name();
+    if !arm.contains(row.instruction) {
+        return Err(format!(
+            "{} did not generate `{}` for {profile} ({codegen}); the arm compiled to:\n{}",
+            i.name,
+            row.instruction,
+            excerpt(&arm)
+        ));
+    }
+    if default.contains(row.instruction) {
+        return Err(format!("`{}` appears in `default`'s {codegen} too: the arm leaves a trace", row.instruction));
+    }
+    Ok(())
+}
+
+/// A registered arm, compiled for one of its backends, emits at least one instruction of the
+/// table for that backend, and none of those appears in `default`.
+pub fn check_arm(entry: &'static ArmEntry, backend: crate::Backend, host: &Client) -> Result<(), String> {
+    let Some(profile) = profile_for(entry, backend, crate::Guard::NONE) else {
+        return Err(format!("no reference {backend} device meets the guard `{}`", entry.spec().guard));
+    };
+    let (arm, default) = both_sources(entry, &profile, host)?;
+    if arm == default {
+        return Err(format!("the arm and `default` compile to the same {} source", Codegen::of(backend).name()));
+    }
+    let table = crate::intrinsic::instructions(backend);
+    let emitted: Vec<&str> = table.iter().copied().filter(|p| arm.contains(p)).collect();
+    if emitted.is_empty() {
+        return Err(format!(
+            "the arm emits none of the table's {backend} instructions {table:?}; it compiled to:\n{}",
+            excerpt(&arm)
+        ));
+    }
+    let leaked: Vec<&str> = emitted.iter().copied().filter(|p| default.contains(p)).collect();
+    if !leaked.is_empty() {
+        return Err(format!("{leaked:?} also appear in `default`: the arm leaves a trace"));
+    }
+    Ok(())
+}
+
+fn excerpt(source: &str) -> String {
+    let lines: Vec<&str> = source.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}

@@ -164,9 +164,8 @@ impl fmt::Display for Profile {
 fn sm_from_fingerprint(fingerprint: &str) -> u32 {
     // `ptx_sm90` → 90
     fingerprint
-        .rsplit("sm")
-        .next()
-        .and_then(|digits| digits.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        .rsplit_once("sm")
+        .and_then(|(_, digits)| digits.trim_start_matches('_').parse().ok())
         .unwrap_or(0)
 }
 
