@@ -30,7 +30,7 @@ pub fn sum<T: Numeric>(value: T, #[comptime] target: Target) -> T {
     if target.is_native() {
         plane_sum(value)
     } else {
-        emulation::butterfly_sum::<T>(value, comptime!(target.plane()))
+        emulation::butterfly::<T>(value, comptime!(target.plane()), emulation::Reduce::Sum)
     }
 }
 
@@ -40,7 +40,7 @@ pub fn max<T: Numeric>(value: T, #[comptime] target: Target) -> T {
     if target.is_native() {
         plane_max(value)
     } else {
-        emulation::butterfly_max::<T>(value, comptime!(target.plane()))
+        emulation::butterfly::<T>(value, comptime!(target.plane()), emulation::Reduce::Max)
     }
 }
 

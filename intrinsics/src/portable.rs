@@ -3,7 +3,7 @@
 //! operations the accelerated arms reproduce.
 
 use cubecl::prelude::*;
-use island_runtime::emulation::MAX_CUBE_UNITS;
+use island_runtime::emulation::{MAX_CUBE_UNITS, Reduce, combine};
 
 /// The sum of `value` over each group of `width` consecutive units, received by every unit of
 /// the group: a pairwise tree, neighbours first (`((x0 + x1) + (x2 + x3)) + …`), the order of
@@ -13,33 +13,19 @@ use island_runtime::emulation::MAX_CUBE_UNITS;
 /// Every unit of the cube must call it (it synchronises the cube).
 #[cube]
 pub fn tree_sum<T: Numeric>(value: T, #[comptime] width: u32) -> T {
-    let mut partial = Shared::<[T]>::new_slice(MAX_CUBE_UNITS);
-    partial[UNIT_POS as usize] = value;
-    sync_cube();
-    let base = (UNIT_POS - UNIT_POS % width) as usize;
-    let mut v = Array::<T>::new(width as usize);
-    #[unroll]
-    for i in 0..width as usize {
-        v[i] = partial[base + i];
-    }
-    sync_cube();
-    #[unroll]
-    for level in 0..comptime!(width.trailing_zeros()) {
-        let stride = comptime!(1usize << level);
-        #[unroll]
-        for i in 0..width as usize {
-            if i % (2 * stride) == 0 {
-                v[i] = v[i] + v[i + stride];
-            }
-        }
-    }
-    v[0]
+    tree::<T>(value, width, Reduce::Sum)
 }
 
 /// The maximum of `value` over each group of `width` consecutive units, received by every
 /// unit: the same exchange and tree as [`tree_sum`].
 #[cube]
 pub fn tree_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
+    tree::<T>(value, width, Reduce::Max)
+}
+
+/// The pairwise tree of [`tree_sum`] for any [`Reduce`].
+#[cube]
+pub fn tree<T: Numeric>(value: T, #[comptime] width: u32, #[comptime] op: Reduce) -> T {
     let mut partial = Shared::<[T]>::new_slice(MAX_CUBE_UNITS);
     partial[UNIT_POS as usize] = value;
     sync_cube();
@@ -56,7 +42,7 @@ pub fn tree_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
         #[unroll]
         for i in 0..width as usize {
             if i % (2 * stride) == 0 {
-                v[i] = max(v[i], v[i + stride]);
+                v[i] = combine::<T>(v[i], v[i + stride], op);
             }
         }
     }

@@ -68,32 +68,28 @@ pub fn gather<T: CubePrimitive>(value: T, #[comptime] width: u32) -> Array<T> {
     lanes
 }
 
-/// The sum over a `width`-lane emulated plane, computed as the hardware's butterfly network
-/// computes it: at offset 1, 2, 4, … every lane adds its partner's value (`lane ^ offset`) to
-/// its own. That is the order measured on CUDA's `plane_sum`: neighbours first,
-/// `((x0 + x1) + (x2 + x3)) + …`.
-#[cube]
-pub fn butterfly_sum<T: Numeric>(value: T, #[comptime] width: u32) -> T {
-    let mut v = gather::<T>(value, width);
-    #[unroll]
-    for level in 0..comptime!(width.trailing_zeros()) {
-        let offset = comptime!(1usize << level);
-        #[unroll]
-        for i in 0..width as usize {
-            if i & offset == 0 {
-                let own = v[i];
-                let other = v[i + offset];
-                v[i] = own + other;
-                v[i + offset] = other + own;
-            }
-        }
-    }
-    v[(UNIT_POS % width) as usize]
+/// A reduction a plane can run: the operation each butterfly or tree step applies.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum Reduce {
+    Sum,
+    Max,
 }
 
-/// The maximum over a `width`-lane emulated plane, through the same butterfly network.
+/// `a <op> b`, with `a` the left operand.
 #[cube]
-pub fn butterfly_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
+pub fn combine<T: Numeric>(a: T, b: T, #[comptime] op: Reduce) -> T {
+    match op {
+        Reduce::Sum => a + b,
+        Reduce::Max => max(a, b),
+    }
+}
+
+/// The reduction over a `width`-lane emulated plane, computed as the hardware's butterfly
+/// network computes it: at offset 1, 2, 4, … every lane combines its own value with its
+/// partner's (`lane ^ offset`). For a sum that is the order measured on CUDA's `plane_sum`:
+/// neighbours first, `((x0 + x1) + (x2 + x3)) + …`.
+#[cube]
+pub fn butterfly<T: Numeric>(value: T, #[comptime] width: u32, #[comptime] op: Reduce) -> T {
     let mut v = gather::<T>(value, width);
     #[unroll]
     for level in 0..comptime!(width.trailing_zeros()) {
@@ -103,8 +99,8 @@ pub fn butterfly_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
             if i & offset == 0 {
                 let own = v[i];
                 let other = v[i + offset];
-                v[i] = max(own, other);
-                v[i + offset] = max(other, own);
+                v[i] = combine::<T>(own, other, op);
+                v[i + offset] = combine::<T>(other, own, op);
             }
         }
     }
