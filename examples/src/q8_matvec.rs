@@ -119,71 +119,49 @@ fn matvec_body(
 ) {
     let blocks_per_row = comptime!(config.blocks_per_row);
     let unroll = comptime!(config.unroll);
-    let per_plane = comptime!(config.rows_per_plane);
     let lane = (UNIT_POS % LANES) as usize;
-    let first_row = (CUBE_POS * config.planes as usize + (UNIT_POS / LANES) as usize) * per_plane;
+    let row = CUBE_POS * config.planes as usize + (UNIT_POS / LANES) as usize;
     let lanes = LANES as usize;
     let rows = y.len();
-    let mut acc = Array::<f32>::new(per_plane);
-    #[unroll]
-    for r in 0..per_plane {
-        acc[r] = 0.0;
-    }
-    if first_row < rows {
+    let mut acc = 0.0f32;
+    if row < rows {
+        let first = row * blocks_per_row;
         // Weight vectors come in groups of 32 blocks, low halves then high halves (see
         // `Q8Weights::words`): lane `l` reads vector `l` of each half, 512 contiguous bytes a warp.
-        // A plane's rows share each activation load. A row past the end re-reads the last row;
-        // its result is discarded.
         let mut b = lane;
         while b + (unroll - 1) * lanes < blocks_per_row {
-            let mut w = Array::<Vector<i32, Const<4>>>::new(2 * unroll * per_plane);
-            let mut s = Array::<f32>::new(unroll * per_plane);
+            let mut w = Array::<Vector<i32, Const<4>>>::new(2 * unroll);
+            let mut s = Array::<f32>::new(unroll);
             #[unroll]
             for u in 0..unroll {
                 let blk = b + u * lanes;
                 let group = blk - lane;
                 let size = min(lanes, blocks_per_row - group);
-                #[unroll]
-                for r in 0..per_plane {
-                    let first = min(first_row + r, rows - 1) * blocks_per_row;
-                    w[(u * per_plane + r) * 2] = wq[(first + group) * 2 + lane];
-                    w[(u * per_plane + r) * 2 + 1] = wq[(first + group) * 2 + size + lane];
-                    s[u * per_plane + r] = f32::cast_from(wd[first + blk]) * xd[blk];
-                }
+                w[2 * u] = wq[(first + group) * 2 + lane];
+                w[2 * u + 1] = wq[(first + group) * 2 + size + lane];
+                s[u] = f32::cast_from(wd[first + blk]) * xd[blk];
             }
             #[unroll]
             for u in 0..unroll {
                 let blk = b + u * lanes;
-                let (x0, x1) = (xq[blk * 2], xq[blk * 2 + 1]);
-                #[unroll]
-                for r in 0..per_plane {
-                    let i = u * per_plane + r;
-                    let d = block_dot(w[2 * i], w[2 * i + 1], x0, x1, tag);
-                    acc[r] = fma(s[i], f32::cast_from(d), acc[r]);
-                }
+                let d = block_dot(w[2 * u], w[2 * u + 1], xq[blk * 2], xq[blk * 2 + 1], tag);
+                acc = fma(s[u], f32::cast_from(d), acc);
             }
             b += unroll * lanes;
         }
         while b < blocks_per_row {
             let group = b - lane;
             let size = min(lanes, blocks_per_row - group);
-            let (x0, x1) = (xq[b * 2], xq[b * 2 + 1]);
-            #[unroll]
-            for r in 0..per_plane {
-                let first = min(first_row + r, rows - 1) * blocks_per_row;
-                let (w0, w1) = (wq[(first + group) * 2 + lane], wq[(first + group) * 2 + size + lane]);
-                let sa = f32::cast_from(wd[first + b]) * xd[b];
-                acc[r] = fma(sa, f32::cast_from(block_dot(w0, w1, x0, x1, tag)), acc[r]);
-            }
+            let (w0, w1) = (wq[(first + group) * 2 + lane], wq[(first + group) * 2 + size + lane]);
+            let sa = f32::cast_from(wd[first + b]) * xd[b];
+            let da = block_dot(w0, w1, xq[b * 2], xq[b * 2 + 1], tag);
+            acc = fma(sa, f32::cast_from(da), acc);
             b += lanes;
         }
     }
-    #[unroll]
-    for r in 0..per_plane {
-        let total = if comptime!(tag.is_some()) { row_sum(acc[r], comptime!(tag.unwrap())) } else { plane_sum(acc[r]) };
-        if first_row + r < rows && lane == 0 {
-            y[first_row + r] = total;
-        }
+    let total = if comptime!(tag.is_some()) { row_sum(acc, comptime!(tag.unwrap())) } else { plane_sum(acc) };
+    if row < rows && lane == 0 {
+        y[row] = total;
     }
 }
 
@@ -191,10 +169,8 @@ fn matvec_body(
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub struct Config {
     pub blocks_per_row: usize,
-    /// 32-lane planes per cube.
+    /// Rows (32-lane planes) per cube.
     pub planes: u32,
-    /// Rows each plane computes, sharing its activation loads.
-    pub rows_per_plane: usize,
     /// Blocks a lane loads per step.
     pub unroll: usize,
 }
@@ -369,13 +345,12 @@ pub fn config_for(client: &Client, cols: usize) -> Config {
     };
     let blocks_per_row = cols / BLOCK;
     if client.name() == "cpu" {
-        return Config { blocks_per_row, planes: 1, unroll: 2, rows_per_plane: knob("ISLANDS_MATVEC_ROWS_PER_PLANE", 1) };
+        return Config { blocks_per_row, planes: 1, unroll: 2 };
     }
     Config {
         blocks_per_row,
         planes: knob("ISLANDS_MATVEC_PLANES", 8) as u32,
         unroll: knob("ISLANDS_MATVEC_UNROLL", 2),
-        rows_per_plane: knob("ISLANDS_MATVEC_ROWS_PER_PLANE", 1),
     }
 }
 
@@ -438,8 +413,7 @@ impl Problem {
 
     fn grid(&self) -> (CubeCount, CubeDim) {
         let planes = self.config.planes;
-        let rows_per_cube = planes * self.config.rows_per_plane as u32;
-        (CubeCount::Static((self.rows as u32).div_ceil(rows_per_cube), 1, 1), CubeDim::new_1d(LANES * planes))
+        (CubeCount::Static((self.rows as u32).div_ceil(planes), 1, 1), CubeDim::new_1d(LANES * planes))
     }
 
     /// Quantizes the activations and runs the matvec, with `target` as the tag (`None`: the
