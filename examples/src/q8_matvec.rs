@@ -426,49 +426,38 @@ impl Problem {
         Ok(())
     }
 
-    /// Only the matvec, on the activations the last [`quantize`](Self::quantize) left.
-    pub fn matvec(&self, client: &Client, target: Target) {
+    /// The matvec's buffers as kernel arguments: weights, scales, quantized activations,
+    /// their scales, output.
+    fn matvec_args(&self) -> (BufferArg, BufferArg, BufferArg, BufferArg, BufferArg) {
         let blocks = self.cols / BLOCK;
-        let (count, dim) = self.grid();
         // SAFETY: every handle was allocated by `new` with the element count given here.
         unsafe {
-            matvec_q8_0::launch_with(
-                client,
-                count,
-                dim,
+            (
                 BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
                 BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
                 BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),
                 BufferArg::from_raw_parts(self.y.clone(), self.rows),
-                self.config,
-                target,
-            );
+            )
         }
+    }
+
+    /// Only the matvec, on the activations the last [`quantize`](Self::quantize) left.
+    pub fn matvec(&self, client: &Client, target: Target) {
+        let (count, dim) = self.grid();
+        let (wq, wd, xq, xd, y) = self.matvec_args();
+        matvec_q8_0::launch_with(client, count, dim, wq, wd, xq, xd, y, self.config, target);
     }
 
     /// The same work with [`matvec_q8_0_direct`], the version written without islands.
     pub fn launch_direct(&self, client: &Client) {
-        let blocks = self.cols / BLOCK;
         let (count, dim) = self.grid();
+        let (wq, wd, xq, xd, y) = self.matvec_args();
         self.quantize(client);
-        // SAFETY: every handle was allocated by `new` with the element count given here.
-        unsafe {
-            matvec_q8_0_direct::launch(
-                client,
-                count,
-                dim,
-                BufferArg::from_raw_parts(self.wq.clone(), self.rows * blocks * 2),
-                BufferArg::from_raw_parts(self.wd.clone(), self.rows * blocks),
-                BufferArg::from_raw_parts(self.xq.clone(), blocks * 2),
-                BufferArg::from_raw_parts(self.xd.clone(), blocks),
-                BufferArg::from_raw_parts(self.y.clone(), self.rows),
-                self.config,
-            );
-        }
+        matvec_q8_0_direct::launch(client, count, dim, wq, wd, xq, xd, y, self.config);
     }
 
-/// Reads `y` back.
+    /// Reads `y` back.
     pub fn output(&self, client: &Client) -> Result<Vec<f32>, String> {
         let bytes = island_runtime::proof::read(client, self.y.clone())?;
         Ok(f32::from_bytes(&bytes).to_vec())

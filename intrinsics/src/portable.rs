@@ -3,7 +3,7 @@
 //! operations the accelerated arms reproduce.
 
 use cubecl::prelude::*;
-use island_runtime::emulation::{MAX_CUBE_UNITS, Reduce, combine};
+use island_runtime::emulation::{MAX_CUBE_UNITS, Reduce, combine, gather};
 
 /// The sum of `value` over each group of `width` consecutive units, received by every unit of
 /// the group: a pairwise tree, neighbours first (`((x0 + x1) + (x2 + x3)) + …`), the order of
@@ -26,16 +26,7 @@ pub fn tree_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
 /// The pairwise tree of [`tree_sum`] for any [`Reduce`].
 #[cube]
 pub fn tree<T: Numeric>(value: T, #[comptime] width: u32, #[comptime] op: Reduce) -> T {
-    let mut partial = Shared::<[T]>::new_slice(MAX_CUBE_UNITS);
-    partial[UNIT_POS as usize] = value;
-    sync_cube();
-    let base = (UNIT_POS - UNIT_POS % width) as usize;
-    let mut v = Array::<T>::new(width as usize);
-    #[unroll]
-    for i in 0..width as usize {
-        v[i] = partial[base + i];
-    }
-    sync_cube();
+    let mut v = gather::<T>(value, width);
     #[unroll]
     for level in 0..comptime!(width.trailing_zeros()) {
         let stride = comptime!(1usize << level);
