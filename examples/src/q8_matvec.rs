@@ -122,7 +122,9 @@ fn matvec_body(
     let lane = (UNIT_POS % LANES) as usize;
     let row = CUBE_POS * config.planes as usize + (UNIT_POS / LANES) as usize;
     let lanes = LANES as usize;
-    let rows = y.len();
+    // The row count is comptime: read from the buffer's length, it would be a dependent load
+    // at the start of every plane, ahead of its first weight load.
+    let rows = comptime!(config.rows);
     let mut acc = 0.0f32;
     if row < rows {
         let first = row * blocks_per_row;
@@ -168,6 +170,7 @@ fn matvec_body(
 /// The comptime shape of a matvec kernel.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub struct Config {
+    pub rows: usize,
     pub blocks_per_row: usize,
     /// Rows (32-lane planes) per cube.
     pub planes: u32,
@@ -339,15 +342,16 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
 /// lane step (the fastest of the shapes measured in `docs/perf.md`) (`ISLANDS_MATVEC_PLANES` and `ISLANDS_MATVEC_UNROLL` override them, for tuning);
 /// on the CPU runtime, which gives every unit of a cube with barriers its own thread, one row
 /// per cube.
-pub fn config_for(client: &Client, cols: usize) -> Config {
+pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
     let knob = |name: &str, default: usize| {
         std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&v: &usize| v > 0).unwrap_or(default)
     };
     let blocks_per_row = cols / BLOCK;
     if client.name() == "cpu" {
-        return Config { blocks_per_row, planes: 1, unroll: 2 };
+        return Config { rows, blocks_per_row, planes: 1, unroll: 2 };
     }
     Config {
+        rows,
         blocks_per_row,
         planes: knob("ISLANDS_MATVEC_PLANES", 8) as u32,
         unroll: knob("ISLANDS_MATVEC_UNROLL", 2),
@@ -385,7 +389,7 @@ impl Problem {
         Ok(Problem {
             rows: weights.rows,
             cols: weights.cols,
-            config: config_for(client, weights.cols),
+            config: config_for(client, weights.rows, weights.cols),
             wq: client.create_from_slice(i32::as_bytes(&weights.words)),
             wd: client.create_from_slice(f16::as_bytes(&weights.scales)),
             x: client.create_from_slice(f32::as_bytes(x)),

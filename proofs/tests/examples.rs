@@ -179,7 +179,7 @@ fn zero_overhead() -> Result<(), Failed> {
     let buffer = |n: usize, size: usize| unsafe { BufferArg::from_raw_parts(client.empty(n * size), n) };
     let count = CubeCount::Static(16, 1, 1);
     let dim = CubeDim::new_1d(128);
-    let config = q8_matvec::Config { blocks_per_row: blocks, planes: 4, unroll: 4 };
+    let config = q8_matvec::Config { rows, blocks_per_row: blocks, planes: 4, unroll: 4 };
     let island = q8_matvec::matvec_q8_0::create_dummy_kernel(
         props.clone(), Arc::new(Default::default()), count.clone(), dim,
         buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
