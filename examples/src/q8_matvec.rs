@@ -7,7 +7,8 @@
 //! (`d = amax / 127`, `q = round(x / d)`, half away from zero), which is part of the work.
 //!
 //! The dot of a weight word with an activation word is an island: `dp4a` where the backend has
-//! it, portable byte arithmetic in `default`. The sum over a row's 32 lanes is a second island:
+//! it, portable byte arithmetic in `default`. Each weight load is an island too (a load that
+//! skips L1 on CUDA, the plain load elsewhere). The sum over a row's 32 lanes is an island:
 //! a plane sum where planes are 32 wide, a shared-memory tree in `default`, both in butterfly
 //! order. Every float operation is an explicit `fma`, a product or a sum in a fixed order, so
 //! no backend can contract or reorder it: the CPU's `default` result is the definition, and
@@ -16,7 +17,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use crate::rows::{LANES, pairwise_sum, row_sum};
-use island_intrinsics::{dp4a, portable};
+use island_intrinsics::{dp4a, portable, stream};
 use island_runtime::prelude::*;
 
 /// Values per quantization block.
@@ -30,6 +31,25 @@ pub fn dot_word(w: i32, x: i32, acc: i32, #[comptime] target: Target) -> i32 {
         cuda | vulkan if dp4a => dp4a::dp4a(w, x, acc, target),
         default => portable::dot4_i8(w, x, acc),
     }
+}
+
+/// One 16-byte vector of weights. Each weight byte is read once, so on CUDA the load does not
+/// allocate in L1, which keeps the activations (read by every row) cached there; elsewhere it
+/// is the plain load, the same bytes.
+#[islands]
+#[cube]
+pub fn fetch(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda => stream::load_x4(src, index, target),
+        default => src[index],
+    }
+}
+
+/// A weight vector: the [`fetch`] island, or without a tag the CUDA streaming load itself.
+#[cube]
+fn weight(wq: &[Vector<i32, Const<4>>], index: usize, #[comptime] tag: Option<Target>) -> Vector<i32, Const<4>> {
+    if comptime!(tag.is_some()) { fetch(wq, index, comptime!(tag.unwrap())) } else { stream::native_x4(wq, index) }
 }
 
 /// `round(v)`, half away from zero (C's `roundf`), exactly: `v - floor(|v|)` is exact, so no
@@ -100,8 +120,9 @@ fn block_dot(
     sumi
 }
 
-/// The matvec, written once for both kernels: with `tag`, the dot products and the row sum are
-/// islands; without, they are CubeCL's `dp4a` and `plane_sum` called directly.
+/// The matvec, written once for both kernels: with `tag`, the weight loads, the dot products
+/// and the row sum are islands; without, they are the CUDA streaming load, CubeCL's `dp4a` and
+/// `plane_sum` called directly.
 ///
 /// One 32-lane plane per row, `planes` rows per cube. Lane `l` takes blocks `l, l + 32, …` in
 /// order, `unroll` of them per step: their 16-byte weight loads are all issued before the
@@ -139,8 +160,8 @@ fn matvec_body(
                 let blk = b + u * lanes;
                 let group = blk - lane;
                 let size = min(lanes, blocks_per_row - group);
-                w[2 * u] = wq[(first + group) * 2 + lane];
-                w[2 * u + 1] = wq[(first + group) * 2 + size + lane];
+                w[2 * u] = weight(wq, (first + group) * 2 + lane, tag);
+                w[2 * u + 1] = weight(wq, (first + group) * 2 + size + lane, tag);
                 s[u] = f32::cast_from(wd[first + blk]) * xd[blk];
             }
             #[unroll]
@@ -154,7 +175,7 @@ fn matvec_body(
         while b < blocks_per_row {
             let group = b - lane;
             let size = min(lanes, blocks_per_row - group);
-            let (w0, w1) = (wq[(first + group) * 2 + lane], wq[(first + group) * 2 + size + lane]);
+            let (w0, w1) = (weight(wq, (first + group) * 2 + lane, tag), weight(wq, (first + group) * 2 + size + lane, tag));
             let sa = f32::cast_from(wd[first + b]) * xd[b];
             let da = block_dot(w0, w1, xq[b * 2], xq[b * 2 + 1], tag);
             acc = fma(sa, f32::cast_from(da), acc);

@@ -7,7 +7,7 @@
 //! the arm computes with: 8 (lavapipe), 32 (NVIDIA, Apple, AMD wave32, most Vulkan), 64 (AMD
 //! wave64).
 
-use crate::{mma, plane, portable};
+use crate::{mma, plane, portable, stream};
 use cubecl::prelude::*;
 use half::f16;
 use island_runtime::prelude::*;
@@ -172,5 +172,25 @@ pub fn mma_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: Target) 
             contract = ulp(0, "tensor cores add f16 products in an unspecified order and precision: checked only on integer-valued inputs, whose sums are exact");
         cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
         default => tile_f16_scalar(a, b, c),
+    }
+}
+
+#[islands]
+#[cube]
+pub fn stream_load(src: &[i32], index: usize, #[comptime] target: Target) -> i32 {
+    island! {
+        proof(src: &[i32; 64], index: usize = UNIT_POS as usize) -> i32, cube_dim = 64;
+        cuda => stream::load(src, index, target),
+        default => src[index],
+    }
+}
+
+#[islands]
+#[cube]
+pub fn stream_load_x4(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda => stream::load_x4(src, index, target),
+        default => src[index],
     }
 }

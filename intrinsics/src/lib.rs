@@ -13,6 +13,7 @@ pub mod dp4a;
 pub mod mma;
 pub mod plane;
 pub mod portable;
+pub mod stream;
 
 island_runtime::register_intrinsic! {
     name: "dp4a",
@@ -93,5 +94,23 @@ island_runtime::register_intrinsic! {
     check: checks::mma_f16,
     lowerings: [
         cuda => "wmma::mma_sync",
+    ],
+}
+
+island_runtime::register_intrinsic! {
+    name: "stream::load<i32>",
+    summary: "a read-only load that does not allocate in L1 (data read once)",
+    check: checks::stream_load,
+    lowerings: [
+        cuda => "ld.global.nc.L1::no_allocate.b32",
+    ],
+}
+
+island_runtime::register_intrinsic! {
+    name: "stream::load<i32x4>",
+    summary: "a read-only 16-byte load that does not allocate in L1 (data read once)",
+    check: checks::stream_load_x4,
+    lowerings: [
+        cuda => "ld.global.nc.L1::no_allocate.v4.b32",
     ],
 }

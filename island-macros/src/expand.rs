@@ -199,6 +199,7 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                     ::island_runtime::proof::Param {
                         name: #label,
                         kind: <#ty as ::island_runtime::ProofValue>::KIND,
+                        width: <#ty as ::island_runtime::ProofValue>::WIDTH,
                         shape: ::island_runtime::proof::Shape::Lane,
                         mutable: false,
                     }
@@ -220,6 +221,7 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                     ::island_runtime::proof::Param {
                         name: #label,
                         kind: <#elem as ::island_runtime::ProofValue>::KIND,
+                        width: <#elem as ::island_runtime::ProofValue>::WIDTH,
                         shape: ::island_runtime::proof::Shape::Cube(#len),
                         mutable: #mutable,
                     }
@@ -227,13 +229,14 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             }
         }
     }
-    let (out_param, store, out_kind) = match &sig.output {
+    let (out_param, store, out_kind, out_width) = match &sig.output {
         Some(ty) => (
             quote!(__out: &mut [#ty],),
             quote!(let __value: #ty = #select; __out[ABSOLUTE_POS] = __value;),
             quote!(::core::option::Option::Some(<#ty as ::island_runtime::ProofValue>::KIND)),
+            quote!(<#ty as ::island_runtime::ProofValue>::WIDTH),
         ),
-        None => (quote!(), quote!(#select;), quote!(::core::option::Option::None)),
+        None => (quote!(), quote!(#select;), quote!(::core::option::Option::None), quote!(1)),
     };
     let buffers = descs.len() + usize::from(sig.output.is_some());
     let args = (0..buffers).map(|i| quote!(args.buffer(#i)));
@@ -261,6 +264,7 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
         pub static LIFTED: ::island_runtime::proof::Lifted = ::island_runtime::proof::Lifted {
             params: &[#(#descs),*],
             output: #out_kind,
+            output_width: #out_width,
             cube_dim: #cube_dim,
             lanes: #lanes,
             inputs: #inputs,

@@ -207,11 +207,11 @@ fn compile(lifted: &'static Lifted, target: Target, device: Arc<DeviceProperties
                 crate::proof::Shape::Lane => lanes,
                 crate::proof::Shape::Cube(n) => n as usize,
             };
-            (host.empty(n * p.kind.size()), n)
+            (host.empty(n * p.kind.size() * p.width), n)
         })
         .collect();
     if let Some(kind) = lifted.output {
-        buffers.push((host.empty(lanes * kind.size()), lanes));
+        buffers.push((host.empty(lanes * kind.size() * lifted.output_width), lanes));
     }
     let args = LaunchArgs { client: host, cubes, cube_dim: lifted.cube_dim, buffers, target };
     let definition = (lifted.define)(&args, device, Arc::new(Default::default()))?;

@@ -45,7 +45,9 @@ pub enum Shape {
 #[derive(Debug)]
 pub struct Param {
     pub name: &'static str,
+    /// The scalar type; a vector parameter holds `width` of them per value.
     pub kind: ValueKind,
+    pub width: usize,
     pub shape: Shape,
     /// `&mut [T; N]`: written by the island, compared after the run.
     pub mutable: bool,
@@ -57,6 +59,8 @@ pub struct Lifted {
     pub params: &'static [Param],
     /// The per-lane value of the island, if it has one.
     pub output: Option<ValueKind>,
+    /// Scalars per output value (1 unless the island returns a vector).
+    pub output_width: usize,
     /// Units per cube. Plane emulation needs whole planes: a multiple of the widest plane.
     pub cube_dim: u32,
     /// Lanes per run the island asks for (0: the run's default).
@@ -386,8 +390,8 @@ fn compare_sides(
         .iter()
         .enumerate()
         .map(|(i, p)| match lifted.inputs {
-            Inputs::Full => p.kind.generate(count(p.shape, lanes, cubes), i, &mut rng),
-            Inputs::SmallIntegers => p.kind.generate_small_integers(count(p.shape, lanes, cubes), &mut rng),
+            Inputs::Full => p.kind.generate(count(p.shape, lanes, cubes) * p.width, i, &mut rng),
+            Inputs::SmallIntegers => p.kind.generate_small_integers(count(p.shape, lanes, cubes) * p.width, &mut rng),
         })
         .collect();
     run.inputs = lanes;
@@ -413,8 +417,9 @@ fn count(shape: Shape, lanes: usize, cubes: u32) -> usize {
     }
 }
 
-/// The buffers a run compares: each mutable parameter, then the value.
-struct Outputs(Vec<(String, ValueKind, Vec<u8>)>);
+/// The buffers a run compares: each mutable parameter, then the value (name, scalar type,
+/// scalars per value, bytes).
+struct Outputs(Vec<(String, ValueKind, usize, Vec<u8>)>);
 
 fn execute(
     client: &Client,
@@ -431,11 +436,11 @@ fn execute(
     let mut buffers: Vec<(Handle, usize)> = inputs
         .iter()
         .zip(lifted.params)
-        .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / p.kind.size()))
+        .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / (p.kind.size() * p.width)))
         .collect();
     if let Some(kind) = lifted.output {
         // Poisoned differently in the two runs, so a lane neither run writes still differs.
-        let poisoned = vec![poison; lanes * kind.size()];
+        let poisoned = vec![poison; lanes * kind.size() * lifted.output_width];
         buffers.push((client.create_from_slice(&poisoned), lanes));
     }
     let handles: Vec<Handle> = buffers.iter().map(|(h, _)| h.clone()).collect();
@@ -447,11 +452,11 @@ fn execute(
     let mut outputs = Vec::new();
     for (i, p) in lifted.params.iter().enumerate() {
         if p.mutable {
-            outputs.push((p.name.to_string(), p.kind, read(client, handles[i].clone())?));
+            outputs.push((p.name.to_string(), p.kind, p.width, read(client, handles[i].clone())?));
         }
     }
     if let Some(kind) = lifted.output {
-        outputs.push(("value".to_string(), kind, read(client, handles[lifted.params.len()].clone())?));
+        outputs.push(("value".to_string(), kind, lifted.output_width, read(client, handles[lifted.params.len()].clone())?));
     }
     Ok(Outputs(outputs))
 }
@@ -496,12 +501,16 @@ fn compare(
     (base_seed, seed): (u64, u64),
     lanes: usize,
 ) -> Option<String> {
-    for ((name, kind, got), (_, _, want)) in arm.0.iter().zip(&default.0) {
+    for ((name, kind, width, got), (_, _, _, want)) in arm.0.iter().zip(&default.0) {
         let n = got.len() / kind.size();
         let differing: Vec<usize> = (0..n)
             .filter(|&i| !lifted.contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i)))
             .collect();
-        let Some(&first) = differing.first() else { continue };
+        let Some(&first_scalar) = differing.first() else { continue };
+        // A vector output is compared scalar by scalar; the report names the value and, for a
+        // vector, the component.
+        let first = first_scalar / width;
+        let component = if *width > 1 { format!(", component {}", first_scalar % width) } else { String::new() };
         let mut r = String::new();
         let _ = writeln!(
             r,
@@ -517,19 +526,20 @@ fn compare(
         let _ = writeln!(r, "  contract: {}", lifted.contract);
         let _ = writeln!(
             r,
-            "  output `{name}` [{kind}]: first differing index {first} (cube {}, {}), {} of {n} elements differ",
+            "  output `{name}` [{kind}{}]: first differing index {first} (cube {}, {}{component}), {} of {n} scalars differ",
+            if *width > 1 { format!(" × {width}") } else { String::new() },
             cube_of(lifted, name, first),
             position_of(lifted, name, first),
             differing.len()
         );
-        let _ = writeln!(r, "    {:<9} = {}", a.label, kind.show(kind.bits_at(got, first)));
-        let _ = writeln!(r, "    {:<9} = {}", b.label, kind.show(kind.bits_at(want, first)));
+        let _ = writeln!(r, "    {:<9} = {}", a.label, kind.show(kind.bits_at(got, first_scalar)));
+        let _ = writeln!(r, "    {:<9} = {}", b.label, kind.show(kind.bits_at(want, first_scalar)));
         if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {
             let shown: Vec<String> = lifted
                 .params
                 .iter()
                 .zip(inputs)
-                .map(|(p, bytes)| format!("{} = {}", p.name, p.kind.show(p.kind.bits_at(bytes, first))))
+                .map(|(p, bytes)| format!("{} = {}", p.name, p.kind.show(p.kind.bits_at(bytes, first * p.width))))
                 .collect();
             let _ = writeln!(r, "    inputs at that lane: {}", shown.join(", "));
         }

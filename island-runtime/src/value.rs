@@ -22,9 +22,17 @@ pub enum ValueKind {
     F64,
 }
 
-/// A scalar type an island's proof signature may name (`proof(a: i32) -> f32`).
+/// A type an island's proof signature may name (`proof(a: i32) -> f32`): a scalar, or a
+/// vector of `WIDTH` scalars (`Vector<i32, Const<4>>`), generated and compared scalar by scalar.
 pub trait ProofValue {
     const KIND: ValueKind;
+    /// Scalars per value.
+    const WIDTH: usize = 1;
+}
+
+impl<T: ProofValue + cubecl::prelude::Scalar, const N: usize> ProofValue for cubecl::prelude::Vector<T, cubecl::prelude::Const<N>> {
+    const KIND: ValueKind = T::KIND;
+    const WIDTH: usize = N;
 }
 
 macro_rules! proof_value {

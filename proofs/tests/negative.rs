@@ -85,3 +85,14 @@ fn broken_lane(v: i32, #[comptime] target: Target) -> i32 {
     }
     r
 }
+
+/// A 16-byte load that reads the neighbouring vector: a vector-valued proof must catch it.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn off_by_one_vector(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda => island_intrinsics::stream::load_x4(src, (index + 1) % 64, target),
+        default => src[index],
+    }
+}

@@ -1,0 +1,44 @@
+//! Streaming loads: read-only global loads that do not allocate in L1, for data a kernel reads
+//! exactly once (a matvec's weights), so that the L1 keeps what is reused (its activations).
+//!
+//! Native lowering: `ld.global.nc.L1::no_allocate` on CUDA (inline PTX through CubeCL's C++
+//! path). The hint changes where the bytes are cached, never which bytes arrive, so the
+//! emulation is the plain load: every backend without the instruction, and the CPU, read
+//! `src[index]`. The source is read-only for the kernel's whole run, so the load is declared
+//! `nomem` (volatile, no memory clobber): issued where written, without fencing the loads
+//! around it. The conformance run checks on the device that the native load returns exactly
+//! what the plain load does (width, lane order, addressing).
+
+use cubecl::prelude::*;
+use island_runtime::{Backend, Target};
+
+/// `src[index]`, loaded without allocating in L1 where the target is a CUDA device.
+#[cube]
+pub fn load(src: &[i32], index: usize, #[comptime] target: Target) -> i32 {
+    if comptime!(target.native_on(Backend::Cuda)) { native(src, index) } else { src[index] }
+}
+
+/// `src[index]`, one 16-byte vector, loaded without allocating in L1 where the target is a
+/// CUDA device.
+#[cube]
+pub fn load_x4(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    if comptime!(target.native_on(Backend::Cuda)) { native_x4(src, index) } else { src[index] }
+}
+
+/// The CUDA lowering of [`load`], for kernels written for CUDA alone.
+#[cube]
+pub fn native(src: &[i32], index: usize) -> i32 {
+    let ptr = src.slice(index, index + 1).as_ptr();
+    let value: i32;
+    gpu_asm!("ld.global.nc.L1::no_allocate.b32 {}, [{}];", out(_) value, in(_) ptr, options(nomem));
+    value
+}
+
+/// The CUDA lowering of [`load_x4`], for kernels written for CUDA alone.
+#[cube]
+pub fn native_x4(src: &[Vector<i32, Const<4>>], index: usize) -> Vector<i32, Const<4>> {
+    let ptr = src.slice(index, index + 1).as_ptr();
+    let value: Vector<i32, Const<4>>;
+    gpu_asm!("ld.global.nc.L1::no_allocate.v4.b32 {}, [{}];", out(_) value, in(_) ptr, options(nomem));
+    value
+}
