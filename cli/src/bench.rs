@@ -145,12 +145,8 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     let y_direct = p.output(client)?;
     let reference = q8_matvec::reference(&weights, &x);
     let cpu_rows = 8.min(m);
-    let sub = q8_matvec::Q8Weights {
-        rows: cpu_rows,
-        cols: k,
-        words: weights.words[..cpu_rows * k / 4].to_vec(),
-        scales: weights.scales[..cpu_rows * k / 32].to_vec(),
-    };
+    // The first rows alone, laid out for a matrix of that many rows.
+    let sub = q8_matvec::Q8Weights::from_gguf(cpu_rows, k, &gguf[..cpu_rows * k / 32 * q8_matvec::GGUF_BLOCK_BYTES]).map_err(|e| e.to_string())?;
     let cpu_p = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
     cpu_p.launch(cpu, None).map_err(|e| e.to_string())?;
     let y_cpu = cpu_p.output(cpu)?;

@@ -78,12 +78,8 @@ fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) 
     };
 
     let reference = q8_matvec::reference(&weights, &x);
-    let sub = q8_matvec::Q8Weights {
-        rows: cpu_rows,
-        cols,
-        words: weights.words[..cpu_rows * cols / 4].to_vec(),
-        scales: weights.scales[..cpu_rows * cols / 32].to_vec(),
-    };
+    // The first rows alone, laid out for a matrix of that many rows.
+    let sub = q8_matvec::Q8Weights::from_gguf(cpu_rows, cols, &gguf[..cpu_rows * cols / 32 * q8_matvec::GGUF_BLOCK_BYTES]).map_err(|e| e.to_string())?;
     let cpu_problem = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
     cpu_problem.launch(cpu, None).map_err(|e| e.to_string())?;
     let cpu_default = cpu_problem.output(cpu)?;

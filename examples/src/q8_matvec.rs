@@ -125,9 +125,12 @@ fn block_dot(
 /// `plane_sum` called directly.
 ///
 /// One 32-lane plane per row, `planes` rows per cube. Lane `l` takes blocks `l, l + 32, …` in
-/// order, `unroll` of them per step: their 16-byte weight loads are all issued before the
-/// first is used. It accumulates `fma(dw·dx, sumi, acc)` block by block; the row sum then adds
-/// the 32 lane partials in butterfly order.
+/// order, so the row's blocks come in groups of 32, one block per lane. The weights are stored
+/// group-major (see [`Q8Weights::words`]), so the planes of a cube, working on the same group,
+/// read one contiguous stretch. Groups are consumed `unroll` at a time while the next `unroll`
+/// groups' weights are already in flight (a register double buffer). Each lane accumulates
+/// `fma(dw·dx, sumi, acc)` block by block; the row sum then adds the 32 lane partials in
+/// butterfly order.
 #[cube]
 fn matvec_body(
     wq: &[Vector<i32, Const<4>>],
@@ -140,52 +143,106 @@ fn matvec_body(
 ) {
     let blocks_per_row = comptime!(config.blocks_per_row);
     let unroll = comptime!(config.unroll);
-    let lane = (UNIT_POS % LANES) as usize;
-    let row = CUBE_POS * config.planes as usize + (UNIT_POS / LANES) as usize;
-    let lanes = LANES as usize;
     // The row count is comptime: read from the buffer's length, it would be a dependent load
     // at the start of every plane, ahead of its first weight load.
     let rows = comptime!(config.rows);
+    let full = comptime!(blocks_per_row / 32);
+    let stages = comptime!(full / unroll);
+    let rest = comptime!(blocks_per_row % 32);
+    let lane = (UNIT_POS % LANES) as usize;
+    let row = CUBE_POS * config.planes as usize + (UNIT_POS / LANES) as usize;
     let mut acc = 0.0f32;
     if row < rows {
-        let first = row * blocks_per_row;
-        // Weight vectors come in groups of 32 blocks, low halves then high halves (see
-        // `Q8Weights::words`): lane `l` reads vector `l` of each half, 512 contiguous bytes a warp.
-        let mut b = lane;
-        while b + (unroll - 1) * lanes < blocks_per_row {
+        if comptime!(stages > 0) {
             let mut w = Array::<Vector<i32, Const<4>>>::new(2 * unroll);
-            let mut s = Array::<f32>::new(unroll);
+            let mut h = Array::<f16>::new(unroll);
             #[unroll]
             for u in 0..unroll {
-                let blk = b + u * lanes;
-                let group = blk - lane;
-                let size = min(lanes, blocks_per_row - group);
-                w[2 * u] = weight(wq, (first + group) * 2 + lane, tag);
-                w[2 * u + 1] = weight(wq, (first + group) * 2 + size + lane, tag);
-                s[u] = f32::cast_from(wd[first + blk]) * xd[blk];
+                w[2 * u] = weight(wq, vector_at(rows, blocks_per_row, row, u, 0, lane), tag);
+                w[2 * u + 1] = weight(wq, vector_at(rows, blocks_per_row, row, u, 1, lane), tag);
+                h[u] = wd[scale_at(rows, blocks_per_row, row, u, lane)];
             }
-            #[unroll]
-            for u in 0..unroll {
-                let blk = b + u * lanes;
-                let d = block_dot(w[2 * u], w[2 * u + 1], xq[blk * 2], xq[blk * 2 + 1], tag);
-                acc = fma(s[u], f32::cast_from(d), acc);
+            for stage in 0..stages {
+                let mut n = Array::<Vector<i32, Const<4>>>::new(2 * unroll);
+                let mut nh = Array::<f16>::new(unroll);
+                if stage + 1 < stages {
+                    #[unroll]
+                    for u in 0..unroll {
+                        let group = (stage + 1) * unroll + u;
+                        n[2 * u] = weight(wq, vector_at(rows, blocks_per_row, row, group, 0, lane), tag);
+                        n[2 * u + 1] = weight(wq, vector_at(rows, blocks_per_row, row, group, 1, lane), tag);
+                        nh[u] = wd[scale_at(rows, blocks_per_row, row, group, lane)];
+                    }
+                }
+                #[unroll]
+                for u in 0..unroll {
+                    let blk = (stage * unroll + u) * 32 + lane;
+                    let s = f32::cast_from(h[u]) * xd[blk];
+                    let d = block_dot(w[2 * u], w[2 * u + 1], xq[blk * 2], xq[blk * 2 + 1], tag);
+                    acc = fma(s, f32::cast_from(d), acc);
+                }
+                #[unroll]
+                for u in 0..unroll {
+                    w[2 * u] = n[2 * u];
+                    w[2 * u + 1] = n[2 * u + 1];
+                    h[u] = nh[u];
+                }
             }
-            b += unroll * lanes;
         }
-        while b < blocks_per_row {
-            let group = b - lane;
-            let size = min(lanes, blocks_per_row - group);
-            let (w0, w1) = (weight(wq, (first + group) * 2 + lane, tag), weight(wq, (first + group) * 2 + size + lane, tag));
-            let sa = f32::cast_from(wd[first + b]) * xd[b];
-            let da = block_dot(w0, w1, xq[b * 2], xq[b * 2 + 1], tag);
-            acc = fma(sa, f32::cast_from(da), acc);
-            b += lanes;
+        // The full groups that do not fill a stage, then the last, partial group.
+        for group in stages * unroll..full {
+            acc = block_step(wq, wd, xq, xd, acc, rows, blocks_per_row, row, group, lane, tag);
+        }
+        if comptime!(rest > 0) {
+            if lane < rest {
+                acc = block_step(wq, wd, xq, xd, acc, rows, blocks_per_row, row, full, lane, tag);
+            }
         }
     }
     let total = if comptime!(tag.is_some()) { row_sum(acc, comptime!(tag.unwrap())) } else { plane_sum(acc) };
     if row < rows && lane == 0 {
         y[row] = total;
     }
+}
+
+/// One block of one lane, loaded and accumulated at once (outside the pipelined stages).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn block_step(
+    wq: &[Vector<i32, Const<4>>],
+    wd: &[f16],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
+    acc: f32,
+    #[comptime] rows: usize,
+    #[comptime] blocks_per_row: usize,
+    row: usize,
+    group: usize,
+    lane: usize,
+    #[comptime] tag: Option<Target>,
+) -> f32 {
+    let blk = group * 32 + lane;
+    let w0 = weight(wq, vector_at(rows, blocks_per_row, row, group, 0, lane), tag);
+    let w1 = weight(wq, vector_at(rows, blocks_per_row, row, group, 1, lane), tag);
+    let s = f32::cast_from(wd[scale_at(rows, blocks_per_row, row, group, lane)]) * xd[blk];
+    let d = block_dot(w0, w1, xq[blk * 2], xq[blk * 2 + 1], tag);
+    fma(s, f32::cast_from(d), acc)
+}
+
+/// The index of 16-byte half `half` of block `group·32 + lane` of `row` in the group-major
+/// weight layout (the kernel's side of [`word_index`]).
+#[cube]
+fn vector_at(#[comptime] rows: usize, #[comptime] blocks_per_row: usize, row: usize, group: usize, half: usize, lane: usize) -> usize {
+    let size = min(32, blocks_per_row - group * 32);
+    group * 64 * rows + (row * 2 + half) * size + lane
+}
+
+/// The index of the scale of block `group·32 + lane` of `row` (the kernel's side of
+/// [`scale_index`]).
+#[cube]
+fn scale_at(#[comptime] rows: usize, #[comptime] blocks_per_row: usize, row: usize, group: usize, lane: usize) -> usize {
+    let size = min(32, blocks_per_row - group * 32);
+    group * 32 * rows + row * size + lane
 }
 
 /// The comptime shape of a matvec kernel.
@@ -195,7 +252,7 @@ pub struct Config {
     pub blocks_per_row: usize,
     /// Rows (32-lane planes) per cube.
     pub planes: u32,
-    /// Blocks a lane loads per step.
+    /// Groups of 32 blocks per pipeline stage (blocks a lane loads per stage).
     pub unroll: usize,
 }
 
@@ -233,12 +290,13 @@ pub fn matvec_q8_0_direct(
 pub struct Q8Weights {
     pub rows: usize,
     pub cols: usize,
-    /// 8 words per block, rows in order. Within a row, blocks come in groups of 32 (the last
-    /// may be shorter): first the low 16 bytes of each block of the group, then the high 16
-    /// bytes, so that 32 lanes reading one half each read 512 contiguous bytes. See
-    /// [`Q8Weights::word_index`].
+    /// 8 words per block, group-major: a row's blocks come in groups of 32 (the last may be
+    /// shorter), and group `g` of every row is stored before group `g + 1` of any, rows in
+    /// order. Within a row's group, first the low 16 bytes of each block, then the high 16
+    /// bytes, so that 32 lanes reading one half each read 512 contiguous bytes, and the planes
+    /// of a cube, on neighbouring rows, read neighbouring stretches. See [`word_index`].
     pub words: Vec<i32>,
-    /// One scale per block.
+    /// One scale per block, group-major like the words. See [`scale_index`].
     pub scales: Vec<f16>,
 }
 
@@ -258,12 +316,13 @@ impl Q8Weights {
             )));
         }
         let mut words = vec![0i32; n * 8];
-        let mut scales = Vec::with_capacity(n);
+        let mut scales = vec![f16::ZERO; n];
         let per_row = cols / BLOCK;
         for (i, block) in blocks.chunks_exact(GGUF_BLOCK_BYTES).enumerate() {
-            scales.push(f16::from_le_bytes([block[0], block[1]]));
+            let (row, b) = (i / per_row, i % per_row);
+            scales[scale_index(rows, per_row, row, b)] = f16::from_le_bytes([block[0], block[1]]);
             for (j, w) in block[2..].chunks_exact(4).enumerate() {
-                words[word_index(per_row, i / per_row, i % per_row, j)] = i32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                words[word_index(rows, per_row, row, b, j)] = i32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             }
         }
         Ok(Q8Weights { rows, cols, words, scales })
@@ -282,13 +341,20 @@ impl Q8Weights {
     }
 }
 
-/// Where word `j` (0..8) of block `block` of row `row` lives in [`Q8Weights::words`], for rows
-/// of `per_row` blocks.
-pub fn word_index(per_row: usize, row: usize, block: usize, j: usize) -> usize {
-    let group = block - block % 32;
-    let size = 32.min(per_row - group);
-    let vector = row * per_row * 2 + group * 2 + (j / 4) * size + block % 32;
+/// Where word `j` (0..8) of block `block` of row `row` lives in [`Q8Weights::words`], for a
+/// matrix of `rows` rows of `per_row` blocks.
+pub fn word_index(rows: usize, per_row: usize, row: usize, block: usize, j: usize) -> usize {
+    let group = block / 32;
+    let size = 32.min(per_row - group * 32);
+    let vector = group * 64 * rows + (row * 2 + j / 4) * size + block % 32;
     vector * 4 + j % 4
+}
+
+/// Where the scale of block `block` of row `row` lives in [`Q8Weights::scales`].
+pub fn scale_index(rows: usize, per_row: usize, row: usize, block: usize) -> usize {
+    let group = block / 32;
+    let size = 32.min(per_row - group * 32);
+    group * 32 * rows + row * size + block % 32
 }
 
 /// A shape the kernels cannot handle, reported before anything is launched.
@@ -343,12 +409,11 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
                 .map(|lane| {
                     let mut acc = 0.0f32;
                     for b in (lane..blocks_per_row).step_by(LANES as usize) {
-                        let wb = row * blocks_per_row + b;
                         let sumi = (0..8).fold(0i32, |s, j| {
-                            let w = weights.words[word_index(blocks_per_row, row, b, j)];
+                            let w = weights.words[word_index(weights.rows, blocks_per_row, row, b, j)];
                             island_intrinsics::dp4a::reference(w, xq[b * 8 + j], s)
                         });
-                        let scale = weights.scales[wb].to_f32() * xd[b];
+                        let scale = weights.scales[scale_index(weights.rows, blocks_per_row, row, b)].to_f32() * xd[b];
                         acc = scale.mul_add(sumi as f32, acc);
                     }
                     acc
@@ -359,10 +424,11 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// How a matvec launch is shaped, chosen per device: on a GPU 8 rows per cube and 2 blocks per
-/// lane step (the fastest of the shapes measured in `docs/perf.md`) (`ISLANDS_MATVEC_PLANES` and `ISLANDS_MATVEC_UNROLL` override them, for tuning);
-/// on the CPU runtime, which gives every unit of a cube with barriers its own thread, one row
-/// per cube.
+/// How a matvec launch is shaped, chosen per device: on a GPU 16 rows per cube and 2 groups per
+/// pipeline stage (the fastest of the shapes measured in `docs/perf.md`;
+/// `ISLANDS_MATVEC_PLANES` (1 to 32) and `ISLANDS_MATVEC_UNROLL` override them, for tuning); on
+/// the CPU runtime, which gives every unit of a cube with barriers its own thread, one row per
+/// cube.
 pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
     let knob = |name: &str, default: usize| {
         std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&v: &usize| v > 0).unwrap_or(default)
@@ -374,7 +440,7 @@ pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
     Config {
         rows,
         blocks_per_row,
-        planes: knob("ISLANDS_MATVEC_PLANES", 8) as u32,
+        planes: knob("ISLANDS_MATVEC_PLANES", 16).min(32) as u32,
         unroll: knob("ISLANDS_MATVEC_UNROLL", 2),
     }
 }

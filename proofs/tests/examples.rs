@@ -60,7 +60,9 @@ fn q8_problem(rows: usize, cols: usize, seed: u64) -> (q8_matvec::Q8Weights, Vec
 
 fn q8_default() -> Result<(), Failed> {
     let client = client()?;
-    let (weights, x) = q8_problem(6, 32 * 37, 1);
+    // 167 blocks a row: two pipelined stages of two groups, one group after them, and a
+    // partial group of 7 blocks.
+    let (weights, x) = q8_problem(6, 32 * 167, 1);
     let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
     problem.launch(&client, None)?;
     same_bits("q8 matvec on the CPU", &problem.output(&client)?, &q8_matvec::reference(&weights, &x))
@@ -68,7 +70,7 @@ fn q8_default() -> Result<(), Failed> {
 
 fn q8_forced() -> Result<(), Failed> {
     let client = client()?;
-    let (weights, x) = q8_problem(3, 32 * 40, 2);
+    let (weights, x) = q8_problem(3, 32 * 104, 2);
     let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
     problem.launch(&client, Some(Target::default_arms(&client)))?;
     let want = problem.output(&client)?;
