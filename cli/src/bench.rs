@@ -102,6 +102,8 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     let mut direct = || p.launch_direct(client);
     let mut quantize_only = || p.quantize(client);
     let mut matvec_only = || p.matvec(client, native);
+    let mut direct_matvec_only = || p.matvec_direct(client);
+
     // The same two launches recorded once as a graph and replayed (where the runtime can).
     let island_graph = record(client, || drop(p.launch(client, Some(native))));
     let direct_graph = record(client, || p.launch_direct(client));
@@ -113,6 +115,7 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
         ("direct (no island)", &mut direct),
         ("  of which: quantizer alone", &mut quantize_only),
         ("  of which: matvec alone", &mut matvec_only),
+        ("  direct: matvec alone", &mut direct_matvec_only),
     ];
     if island_graph.is_ok() && direct_graph.is_ok() {
         variants.push(("island, graph replay", &mut island_replay));
@@ -133,8 +136,9 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
         );
     }
     println!("    island / direct time ratio: {:.4}", times[0].as_secs_f64() / times[2].as_secs_f64());
-    if times.len() > 6 {
-        println!("    island / direct time ratio, graph replay: {:.4}", times[5].as_secs_f64() / times[6].as_secs_f64());
+    println!("    island / direct time ratio, matvec alone: {:.4}", times[4].as_secs_f64() / times[5].as_secs_f64());
+    if times.len() > 7 {
+        println!("    island / direct time ratio, graph replay: {:.4}", times[6].as_secs_f64() / times[7].as_secs_f64());
     }
 
     p.launch(client, Some(native)).map_err(|e| e.to_string())?;

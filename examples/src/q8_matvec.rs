@@ -68,29 +68,36 @@ fn round_half_away(v: f32) -> i32 {
     r
 }
 
-/// Quantizes `x` into blocks of 32, one unit per packed word (each finds its block's `amax`
-/// itself, so no unit waits on another): `xq` gets the packed bytes, `xd` each block's scale.
+/// Quantizes `x` into blocks of 32, one unit per packed word: each unit finds its block's
+/// `amax` itself from the block's eight 16-byte vectors (so no unit waits on another, and no
+/// shared memory is needed), then packs its own four values; `xq` gets the packed bytes, `xd`
+/// each block's scale. The word count is comptime, so no unit waits on a metadata load before
+/// its first load of `x`.
 #[cube(launch)]
-pub fn quantize_q8_1(x: &[f32], xq: &mut [i32], xd: &mut [f32]) {
+pub fn quantize_q8_1(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32], #[comptime] words: usize) {
     let word = ABSOLUTE_POS;
-    if word < xq.len() {
+    if word < words {
         let block = word / 8;
-        let base = block * BLOCK;
         let mut amax = 0.0f32;
         #[unroll]
-        for i in 0..BLOCK {
-            amax = max(amax, x[base + i].abs());
+        for i in 0..8usize {
+            let v = x[block * 8 + i];
+            #[unroll]
+            for j in 0..4usize {
+                amax = max(amax, v.extract(j).abs());
+            }
         }
         let d = amax / 127.0;
         if word % 8 == 0 {
             xd[block] = d;
         }
+        let v = x[word];
         let mut packed = 0i32;
         #[unroll]
         for j in 0..4usize {
             let mut q = 0i32;
             if amax != 0.0 {
-                q = round_half_away(x[word * 4 + j] / d);
+                q = round_half_away(v.extract(j) / d);
             }
             packed |= (q & 0xff) << (8 * j as i32);
         }
@@ -445,8 +452,16 @@ pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
     }
 }
 
-/// Units per cube of the activation quantizer (one unit per packed word).
-const QUANT_UNITS: u32 = 128;
+/// Units per cube of the activation quantizer (one unit per packed word): 32, so that its few
+/// hundred units spread over as many multiprocessors as possible (measured in `docs/perf.md`);
+/// `ISLANDS_QUANT_UNITS` (32 to 1024) overrides it, for tuning.
+fn quant_units() -> u32 {
+    std::env::var("ISLANDS_QUANT_UNITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v| (32..=1024).contains(v))
+        .unwrap_or(32)
+}
 
 /// Device buffers of one matvec problem, created once (for repeated, kernel-only launches).
 pub struct Problem {
@@ -493,11 +508,12 @@ impl Problem {
         unsafe {
             quantize_q8_1::launch(
                 client,
-                CubeCount::Static((blocks as u32 * 8).div_ceil(QUANT_UNITS), 1, 1),
-                CubeDim::new_1d(QUANT_UNITS),
-                BufferArg::from_raw_parts(self.x.clone(), self.cols),
+                CubeCount::Static((blocks as u32 * 8).div_ceil(quant_units()), 1, 1),
+                CubeDim::new_1d(quant_units()),
+                BufferArg::from_raw_parts(self.x.clone(), self.cols / 4),
                 BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),
+                blocks * 8,
             );
         }
     }
@@ -542,9 +558,14 @@ impl Problem {
 
     /// The same work with [`matvec_q8_0_direct`], the version written without islands.
     pub fn launch_direct(&self, client: &Client) {
+        self.quantize(client);
+        self.matvec_direct(client);
+    }
+
+    /// Only [`matvec_q8_0_direct`], on the activations the last [`quantize`](Self::quantize) left.
+    pub fn matvec_direct(&self, client: &Client) {
         let (count, dim) = self.grid();
         let (wq, wd, xq, xd, y) = self.matvec_args();
-        self.quantize(client);
         matvec_q8_0_direct::launch(client, count, dim, wq, wd, xq, xd, y, self.config);
     }
 

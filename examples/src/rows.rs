@@ -28,8 +28,10 @@ pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
 /// Refuses, before launch, a run whose row sum would take `default` on `wgpu<spirv>`: that
 /// arm uses shared memory, which CubeCL 0.11 compiles to SPIR-V that crashes Vulkan drivers.
 pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::q8_matvec::ShapeError> {
-    let takes_default = !matches!(target.explain(&__ISLANDS_SITE_ROW_SUM_0), island_runtime::Selection::Arm(_));
-    if client.name() == "wgpu<spirv>" && takes_default {
+    // The runtime's name first: this runs before every launch, and most runtimes stop here.
+    if client.name() == "wgpu<spirv>"
+        && !matches!(target.explain(&__ISLANDS_SITE_ROW_SUM_0), island_runtime::Selection::Arm(_))
+    {
         return Err(crate::q8_matvec::ShapeError(format!(
             "on this device ({target}) the row sum takes `default`, {}",
             island_runtime::lowering::SHARED_MEMORY_ON_SPIRV
