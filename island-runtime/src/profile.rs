@@ -14,7 +14,7 @@ use std::sync::Mutex;
 /// A profile is part of the kernel's comptime tag, so a kernel compiled for one profile is
 /// cached apart from the same kernel compiled for another. It is `Copy` (its strings and
 /// shape lists are interned), so kernels pass the tag around freely.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Profile {
     /// The backend whose arms this device takes.
     pub backend: Backend,
@@ -28,6 +28,20 @@ pub struct Profile {
     pub dp4a: bool,
     /// Cooperative matrix shapes the device runs natively, sorted.
     pub mma: &'static [Mma],
+}
+
+/// Hashes every field but the matrix shapes, of which only the count: the tag is hashed on every
+/// launch (it keys CubeCL's kernel cache), and a GPU lists dozens of shapes. Equal profiles
+/// still hash equal; two that differ only in their shapes are told apart by `Eq`.
+impl std::hash::Hash for Profile {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.backend.hash(state);
+        self.name.hash(state);
+        self.plane.hash(state);
+        self.sm.hash(state);
+        self.dp4a.hash(state);
+        self.mma.len().hash(state);
+    }
 }
 
 /// Interns a device name: a process sees few distinct ones, and a `Copy` tag needs `'static`.
