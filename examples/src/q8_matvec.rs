@@ -74,6 +74,7 @@ fn round_half_away(v: f32) -> i32 {
 /// each block's scale. The word count is comptime, so no unit waits on a metadata load before
 /// its first load of `x`.
 #[cube(launch)]
+#[allow(clippy::manual_is_multiple_of)] // `%` is what CubeCL lowers in a kernel
 pub fn quantize_q8_1(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32], #[comptime] words: usize) {
     let word = ABSOLUTE_POS;
     if word < words {
@@ -139,6 +140,7 @@ fn block_dot(
 /// `fma(dw·dx, sumi, acc)` block by block; the row sum then adds the 32 lane partials in
 /// butterfly order.
 #[cube]
+#[allow(clippy::collapsible_if)] // a comptime branch around a runtime one
 fn matvec_body(
     wq: &[Vector<i32, Const<4>>],
     wd: &[f16],
@@ -377,7 +379,7 @@ impl std::fmt::Display for ShapeError {
 impl std::error::Error for ShapeError {}
 
 fn check_shape(rows: usize, cols: usize) -> Result<(), ShapeError> {
-    if rows == 0 || cols == 0 || cols % BLOCK != 0 {
+    if rows == 0 || cols == 0 || !cols.is_multiple_of(BLOCK) {
         return Err(ShapeError(format!(
             "Q8_0 needs a non-empty matrix whose row length is a multiple of {BLOCK}; got {rows}×{cols}"
         )));

@@ -68,7 +68,7 @@ pub fn rmsnorm(
 
 /// Checks a shape before launch: a non-empty matrix whose rows are whole 16-byte vectors.
 pub fn check(rows: usize, cols: usize, x: &[f32], w: &[f32]) -> Result<(), ShapeError> {
-    if rows == 0 || cols == 0 || cols % 4 != 0 {
+    if rows == 0 || cols == 0 || !cols.is_multiple_of(4) {
         return Err(ShapeError(format!(
             "RMSNorm needs a non-empty matrix whose row length is a multiple of 4, got {rows}×{cols}"
         )));

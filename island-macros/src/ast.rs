@@ -40,6 +40,7 @@ pub struct ProofParam {
     pub shape: ParamShape,
 }
 
+#[allow(clippy::large_enum_variant)] // a handful per island, parsed once
 pub enum ParamShape {
     /// `x: T`: one value per lane.
     Lane(Type),

@@ -74,8 +74,10 @@ impl Codegen {
                 .compile(kernel, &cpp)
                 .map(|k| k.to_string()),
             Codegen::Spirv => {
-                let mut options = cubecl::codegen::WgpuCompilationOptions::default();
-                options.supports_vulkan_compiler = true;
+                let mut options = cubecl::codegen::WgpuCompilationOptions {
+                    supports_vulkan_compiler: true,
+                    ..Default::default()
+                };
                 options.vulkan.supports_dp4a = profile.dp4a;
                 options.vulkan.max_spirv_version = (1, 6);
                 options.vulkan.max_vector_size = 4;
@@ -85,7 +87,7 @@ impl Codegen {
                 #[cfg(feature = "wgpu")]
                 {
                     let options = cubecl::codegen::WgpuCompilationOptions::default();
-                    cubecl::wgpu::WgslCompiler::default().compile(kernel, &options).map(|k| k.to_string())
+                    cubecl::wgpu::WgslCompiler.compile(kernel, &options).map(|k| k.to_string())
                 }
                 #[cfg(not(feature = "wgpu"))]
                 return Err("the WGSL generator needs the `wgpu` feature".into());

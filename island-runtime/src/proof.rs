@@ -123,7 +123,7 @@ impl LaunchArgs<'_> {
     }
 
     pub fn target(&self) -> Target {
-        self.target.clone()
+        self.target
     }
 }
 
@@ -203,11 +203,10 @@ impl ProofRun {
     /// Whether this run meets its expectation: proven for a normal arm, a mismatch for a
     /// negative fixture. Unproven and errors never pass.
     pub fn passed(&self) -> bool {
-        match (&self.verdict, self.expect) {
-            (Verdict::Proven, Expect::Equal) => true,
-            (Verdict::Mismatch { .. }, Expect::Mismatch) => true,
-            _ => false,
-        }
+        matches!(
+            (&self.verdict, self.expect),
+            (Verdict::Proven, Expect::Equal) | (Verdict::Mismatch { .. }, Expect::Mismatch)
+        )
     }
 
     /// A short verdict word for tables.
@@ -362,7 +361,7 @@ fn compare_sides(
             }
         }
     }
-    if lifted.cube_dim % profile.plane != 0 {
+    if !lifted.cube_dim.is_multiple_of(profile.plane) {
         run.verdict = Verdict::Unproven {
             reason: format!(
                 "cube_dim {} is not a whole number of {}-lane planes; declare `cube_dim = {}` in the proof signature",
