@@ -353,17 +353,22 @@ impl Q8Weights {
 /// Where word `j` (0..8) of block `block` of row `row` lives in [`Q8Weights::words`], for a
 /// matrix of `rows` rows of `per_row` blocks.
 pub fn word_index(rows: usize, per_row: usize, row: usize, block: usize, j: usize) -> usize {
-    let group = block / 32;
-    let size = 32.min(per_row - group * 32);
+    let (group, size) = group_of(per_row, block);
     let vector = group * 64 * rows + (row * 2 + j / 4) * size + block % 32;
     vector * 4 + j % 4
 }
 
 /// Where the scale of block `block` of row `row` lives in [`Q8Weights::scales`].
 pub fn scale_index(rows: usize, per_row: usize, row: usize, block: usize) -> usize {
-    let group = block / 32;
-    let size = 32.min(per_row - group * 32);
+    let (group, size) = group_of(per_row, block);
     group * 32 * rows + row * size + block % 32
+}
+
+/// The group of 32 blocks that `block` belongs to in a row of `per_row` blocks, and that
+/// group's size (32, or less for the last).
+fn group_of(per_row: usize, block: usize) -> (usize, usize) {
+    let group = block / 32;
+    (group, 32.min(per_row - group * 32))
 }
 
 /// A shape the kernels cannot handle, reported before anything is launched.
@@ -470,6 +475,8 @@ pub struct Problem {
     pub rows: usize,
     pub cols: usize,
     pub config: Config,
+    /// Units per cube of the quantizer, read once (see [`quant_units`]).
+    quant_units: u32,
     wq: cubecl::server::Handle,
     wd: cubecl::server::Handle,
     x: cubecl::server::Handle,
@@ -494,6 +501,7 @@ impl Problem {
             rows: weights.rows,
             cols: weights.cols,
             config: config_for(client, weights.rows, weights.cols),
+            quant_units: quant_units(),
             wq: client.create_from_slice(i32::as_bytes(&weights.words)),
             wd: client.create_from_slice(f16::as_bytes(&weights.scales)),
             x: client.create_from_slice(f32::as_bytes(x)),
@@ -510,8 +518,8 @@ impl Problem {
         unsafe {
             quantize_q8_1::launch(
                 client,
-                CubeCount::Static((blocks as u32 * 8).div_ceil(quant_units()), 1, 1),
-                CubeDim::new_1d(quant_units()),
+                CubeCount::Static((blocks as u32 * 8).div_ceil(self.quant_units), 1, 1),
+                CubeDim::new_1d(self.quant_units),
                 BufferArg::from_raw_parts(self.x.clone(), self.cols / 4),
                 BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
                 BufferArg::from_raw_parts(self.xd.clone(), blocks),

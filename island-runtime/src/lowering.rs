@@ -209,11 +209,11 @@ fn compile(lifted: &'static Lifted, target: Target, device: Arc<DeviceProperties
                 crate::proof::Shape::Lane => lanes,
                 crate::proof::Shape::Cube(n) => n as usize,
             };
-            (host.empty(n * p.kind.size() * p.width), n)
+            (host.empty(n * p.value_size()), n)
         })
         .collect();
-    if let Some(kind) = lifted.output {
-        buffers.push((host.empty(lanes * kind.size() * lifted.output_width), lanes));
+    if let Some(size) = lifted.output_value_size() {
+        buffers.push((host.empty(lanes * size), lanes));
     }
     let args = LaunchArgs { client: host, cubes, cube_dim: lifted.cube_dim, buffers, target };
     let definition = (lifted.define)(&args, device, Arc::new(Default::default()))?;

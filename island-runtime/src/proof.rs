@@ -53,6 +53,13 @@ pub struct Param {
     pub mutable: bool,
 }
 
+impl Param {
+    /// Bytes per value: the scalar's size times the scalars per value.
+    pub fn value_size(&self) -> usize {
+        self.kind.size() * self.width
+    }
+}
+
 /// A lifted island: its parameters, its value, its launch shape and its launcher.
 #[derive(Debug)]
 pub struct Lifted {
@@ -73,6 +80,13 @@ pub struct Lifted {
     pub launch: fn(&LaunchArgs<'_>),
     /// Expands the lifted kernel for a device described by its properties, without one.
     pub define: fn(&LaunchArgs<'_>, Arc<DeviceProperties>, Arc<TargetProperties>) -> Definition,
+}
+
+impl Lifted {
+    /// Bytes per output value, if the island has one.
+    pub fn output_value_size(&self) -> Option<usize> {
+        self.output.map(|kind| kind.size() * self.output_width)
+    }
 }
 
 /// A kernel definition, or the panic its expansion raised.
@@ -435,11 +449,11 @@ fn execute(
     let mut buffers: Vec<(Handle, usize)> = inputs
         .iter()
         .zip(lifted.params)
-        .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / (p.kind.size() * p.width)))
+        .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / p.value_size()))
         .collect();
-    if let Some(kind) = lifted.output {
+    if let Some(size) = lifted.output_value_size() {
         // Poisoned differently in the two runs, so a lane neither run writes still differs.
-        let poisoned = vec![poison; lanes * kind.size() * lifted.output_width];
+        let poisoned = vec![poison; lanes * size];
         buffers.push((client.create_from_slice(&poisoned), lanes));
     }
     let handles: Vec<Handle> = buffers.iter().map(|(h, _)| h.clone()).collect();
