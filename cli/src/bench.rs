@@ -100,7 +100,7 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     let mut island = || drop(p.launch(client, Some(native)));
     let mut forced_default = || drop(p.launch(client, Some(default)));
     let mut direct = || p.launch_direct(client);
-    let mut quantize_only = || p.quantize(client);
+    let mut quantize_only = || p.quantize(client, native);
     let mut matvec_only = || p.matvec(client, native);
     let mut direct_matvec_only = || p.matvec_direct(client);
 

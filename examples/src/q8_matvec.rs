@@ -17,7 +17,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use crate::rows::{LANES, pairwise_sum, row_sum};
-use island_intrinsics::{dp4a, portable, stream};
+use island_intrinsics::{dp4a, plane, portable, stream};
 use island_runtime::prelude::*;
 
 /// Values per quantization block.
@@ -68,26 +68,87 @@ fn round_half_away(v: f32) -> i32 {
     r
 }
 
-/// Quantizes `x` into blocks of 32, one unit per packed word: each unit finds its block's
-/// `amax` itself from the block's eight 16-byte vectors (so no unit waits on another, and no
-/// shared memory is needed), then packs its own four values; `xq` gets the packed bytes, `xd`
-/// each block's scale. The word count is comptime, so no unit waits on a metadata load before
-/// its first load of `x`.
-#[cube(launch)]
-#[allow(clippy::manual_is_multiple_of)] // `%` is what CubeCL lowers in a kernel
-pub fn quantize_q8_1(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32], #[comptime] words: usize) {
-    let word = ABSOLUTE_POS;
-    if word < words {
-        let block = word / 8;
-        let mut amax = 0.0f32;
-        #[unroll]
-        for i in 0..8usize {
-            let v = x[block * 8 + i];
+/// The largest `|x|` of the quantization block that word `word` belongs to: its 32 values are
+/// the 16-byte vectors `x[8·block .. 8·block + 8]`, one per word. Where planes exist, each of
+/// the block's 8 units loads only its own vector and the 8 exchange their maxima by xor
+/// shuffles (a block's units are 8 aligned lanes of a plane); in `default`, every unit reads the
+/// whole block. Both maxima start from `+0.0` and take `max` of magnitudes, which ignores NaN
+/// and does not depend on order, so both are the same bits. Every unit of the cube must call it
+/// (the exchange may go through the cube), with `word` in bounds.
+#[islands]
+#[cube]
+pub fn block_amax(x: &[Vector<f32, Const<4>>], word: usize, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(x: &[Vector<f32, Const<4>>; 64], word: usize = UNIT_POS as usize) -> f32, cube_dim = 64;
+        cuda | hip | vulkan | metal | webgpu if plane >= 8 => {
+            let mut m = magnitude(x[word], 0.0f32);
+            m = max(m, plane::shuffle_xor::<f32>(m, 1u32, target));
+            m = max(m, plane::shuffle_xor::<f32>(m, 2u32, target));
+            max(m, plane::shuffle_xor::<f32>(m, 4u32, target))
+        },
+        default => {
+            let block = word / 8;
+            let mut m = 0.0f32;
             #[unroll]
-            for j in 0..4usize {
-                amax = max(amax, v.extract(j).abs());
+            for i in 0..8usize {
+                m = magnitude(x[block * 8 + i], m);
             }
-        }
+            m
+        },
+    }
+}
+
+/// `max(m, |v_0|, …, |v_3|)`, left to right.
+#[cube]
+fn magnitude(v: Vector<f32, Const<4>>, m: f32) -> f32 {
+    let mut m = m;
+    #[unroll]
+    for j in 0..4usize {
+        m = max(m, v.extract(j).abs());
+    }
+    m
+}
+
+/// Quantizes `x` into blocks of 32, one unit per packed word: the block's `amax` is the
+/// [`block_amax`] island, then each unit packs its own four values; `xq` gets the packed bytes,
+/// `xd` each block's scale. The word count is comptime, so no unit waits on a metadata load
+/// before its first load of `x`.
+#[islands]
+#[cube(launch, create_dummy_kernel)]
+pub fn quantize_q8_1(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32], #[comptime] words: usize) {
+    quantize_body(x, xq, xd, words, comptime!(Some(target)));
+}
+
+/// The same quantizer written for CUDA by hand, with no island: CubeCL's `plane_shuffle_xor`
+/// called directly (the [`matvec_q8_0_direct`] path).
+#[cube(launch, create_dummy_kernel)]
+pub fn quantize_q8_1_direct(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32], #[comptime] words: usize) {
+    quantize_body(x, xq, xd, words, comptime!(None::<Target>));
+}
+
+/// The quantizer, written once for both kernels (with `tag`, the block maximum is the island).
+#[cube]
+#[allow(clippy::manual_is_multiple_of)] // `%` is what CubeCL lowers in a kernel
+fn quantize_body(
+    x: &[Vector<f32, Const<4>>],
+    xq: &mut [i32],
+    xd: &mut [f32],
+    #[comptime] words: usize,
+    #[comptime] tag: Option<Target>,
+) {
+    // Every unit takes part in the block maximum (its exchange may be a plane shuffle); the
+    // units past the end read the last word and store nothing.
+    let word = min(ABSOLUTE_POS, words - 1);
+    let amax = if comptime!(tag.is_some()) {
+        block_amax(x, word, comptime!(tag.unwrap()))
+    } else {
+        let mut m = magnitude(x[word], 0.0f32);
+        m = max(m, plane_shuffle_xor(m, 1u32));
+        m = max(m, plane_shuffle_xor(m, 2u32));
+        max(m, plane_shuffle_xor(m, 4u32))
+    };
+    if ABSOLUTE_POS < words {
+        let block = word / 8;
         let d = amax / 127.0;
         if word % 8 == 0 {
             xd[block] = d;
@@ -461,12 +522,13 @@ pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
 
 /// Units per cube of the activation quantizer (one unit per packed word): 32, so that its few
 /// hundred units spread over as many multiprocessors as possible (measured in `docs/perf.md`);
-/// `ISLANDS_QUANT_UNITS` (32 to 1024) overrides it, for tuning.
+/// `ISLANDS_QUANT_UNITS` (a multiple of 32 up to 1024, so that a block's 8 units are 8 aligned
+/// lanes of one plane) overrides it, for tuning.
 fn quant_units() -> u32 {
     std::env::var("ISLANDS_QUANT_UNITS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .filter(|v| (32..=1024).contains(v))
+        .filter(|v: &u32| (32..=1024).contains(v) && v.is_multiple_of(32))
         .unwrap_or(32)
 }
 
@@ -511,20 +573,32 @@ impl Problem {
         })
     }
 
-    /// Only the activation quantizer (for a bench's breakdown).
-    pub fn quantize(&self, client: &Client) {
-        let blocks = self.cols / BLOCK;
+    /// Only the activation quantizer, with `target` as the tag (for a bench's breakdown).
+    pub fn quantize(&self, client: &Client, target: Target) {
+        let (count, dim, x, xq, xd) = self.quantize_args();
+        quantize_q8_1::launch_with(client, count, dim, x, xq, xd, self.cols / 4, target);
+    }
+
+    /// Only [`quantize_q8_1_direct`], the quantizer written without islands.
+    pub fn quantize_direct(&self, client: &Client) {
+        let (count, dim, x, xq, xd) = self.quantize_args();
+        quantize_q8_1_direct::launch(client, count, dim, x, xq, xd, self.cols / 4);
+    }
+
+    /// The quantizer's grid (one unit per packed word) and buffers: activations, packed words,
+    /// block scales.
+    fn quantize_args(&self) -> (CubeCount, CubeDim, BufferArg, BufferArg, BufferArg) {
+        let words = self.cols / 4;
+        let count = CubeCount::Static((words as u32).div_ceil(self.quant_units), 1, 1);
         // SAFETY: the handles were allocated by `new` with these element counts.
         unsafe {
-            quantize_q8_1::launch(
-                client,
-                CubeCount::Static((blocks as u32 * 8).div_ceil(self.quant_units), 1, 1),
+            (
+                count,
                 CubeDim::new_1d(self.quant_units),
-                BufferArg::from_raw_parts(self.x.clone(), self.cols / 4),
-                BufferArg::from_raw_parts(self.xq.clone(), blocks * 8),
-                BufferArg::from_raw_parts(self.xd.clone(), blocks),
-                blocks * 8,
-            );
+                BufferArg::from_raw_parts(self.x.clone(), words),
+                BufferArg::from_raw_parts(self.xq.clone(), words),
+                BufferArg::from_raw_parts(self.xd.clone(), words / 8),
+            )
         }
     }
 
@@ -538,7 +612,7 @@ impl Problem {
     pub fn launch(&self, client: &Client, target: Option<Target>) -> Result<(), ShapeError> {
         let target = target.unwrap_or_else(|| Target::for_client(client));
         crate::rows::check_runtime(client, &target)?;
-        self.quantize(client);
+        self.quantize(client, target);
         self.matvec(client, target);
         Ok(())
     }
@@ -568,7 +642,7 @@ impl Problem {
 
     /// The same work with [`matvec_q8_0_direct`], the version written without islands.
     pub fn launch_direct(&self, client: &Client) {
-        self.quantize(client);
+        self.quantize_direct(client);
         self.matvec_direct(client);
     }
 

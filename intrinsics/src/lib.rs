@@ -65,6 +65,7 @@ island_runtime::register_intrinsic! {
     lowerings: [
         cuda => "__shfl_xor_sync",
         vulkan => "OpGroupNonUniformShuffleXor",
+        metal => "simd_shuffle_xor",
     ],
 }
 

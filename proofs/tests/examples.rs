@@ -188,24 +188,42 @@ fn zero_overhead() -> Result<(), Failed> {
         config, target,
     );
     let direct = q8_matvec::matvec_q8_0_direct::create_dummy_kernel(
-        props, Arc::new(Default::default()), count, dim,
+        props.clone(), Arc::new(Default::default()), count, dim,
         buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
         config,
     );
     let island = Codegen::CudaCpp.compile(island_runtime::proof::define(&island)?, &profile)?;
     let direct = Codegen::CudaCpp.compile(island_runtime::proof::define(&direct)?, &profile)?;
-    for needle in ["__dp4a(", "__shfl_xor_sync"] {
+    same_source("matvec", &island, &direct, &["__dp4a(", "__shfl_xor_sync", "ld.global.nc.L1::no_allocate"])?;
+    let words = blocks * 8;
+    let (count, dim) = (CubeCount::Static(words as u32 / 32, 1, 1), CubeDim::new_1d(32));
+    let island = q8_matvec::quantize_q8_1::create_dummy_kernel(
+        props.clone(), Arc::new(Default::default()), count.clone(), dim,
+        buffer(words, 16), buffer(words, 4), buffer(blocks, 4), words, target,
+    );
+    let direct = q8_matvec::quantize_q8_1_direct::create_dummy_kernel(
+        props, Arc::new(Default::default()), count, dim,
+        buffer(words, 16), buffer(words, 4), buffer(blocks, 4), words,
+    );
+    let island = Codegen::CudaCpp.compile(island_runtime::proof::define(&island)?, &profile)?;
+    let direct = Codegen::CudaCpp.compile(island_runtime::proof::define(&direct)?, &profile)?;
+    same_source("quantizer", &island, &direct, &["__shfl_xor_sync"])
+}
+
+/// `island` contains every needle and equals `direct`, generated names aside.
+fn same_source(kernel: &str, island: &str, direct: &str, needles: &[&str]) -> Result<(), Failed> {
+    for needle in needles {
         if !island.contains(needle) {
-            return Err(format!("the island kernel's CUDA has no `{needle}`").into());
+            return Err(format!("the island {kernel}'s CUDA has no `{needle}`").into());
         }
     }
-    let (a, b) = (normalize(&island), normalize(&direct));
+    let (a, b) = (normalize(island), normalize(direct));
     if a == b {
         return Ok(());
     }
     let line = a.lines().zip(b.lines()).position(|(x, y)| x != y).unwrap_or(0);
     Err(format!(
-        "the CUDA sources differ (names normalised) at line {line}:\n  island: {}\n  direct: {}",
+        "the {kernel}'s CUDA sources differ (names normalised) at line {line}:\n  island: {}\n  direct: {}",
         a.lines().nth(line).unwrap_or(""),
         b.lines().nth(line).unwrap_or("")
     )
