@@ -101,6 +101,7 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     let mut forced_default = || drop(p.launch(client, Some(default)));
     let mut direct = || p.launch_direct(client);
     let mut quantize_only = || p.quantize(client, native);
+    let mut direct_quantize_only = || p.quantize_direct(client);
     let mut matvec_only = || p.matvec(client, native);
     let mut direct_matvec_only = || p.matvec_direct(client);
 
@@ -114,6 +115,7 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
         ("island forced to `default`", &mut forced_default),
         ("direct (no island)", &mut direct),
         ("  of which: quantizer alone", &mut quantize_only),
+        ("  direct: quantizer alone", &mut direct_quantize_only),
         ("  of which: matvec alone", &mut matvec_only),
         ("  direct: matvec alone", &mut direct_matvec_only),
     ];
@@ -136,9 +138,10 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
         );
     }
     println!("    island / direct time ratio: {:.4}", times[0].as_secs_f64() / times[2].as_secs_f64());
-    println!("    island / direct time ratio, matvec alone: {:.4}", times[4].as_secs_f64() / times[5].as_secs_f64());
-    if times.len() > 7 {
-        println!("    island / direct time ratio, graph replay: {:.4}", times[6].as_secs_f64() / times[7].as_secs_f64());
+    println!("    island / direct time ratio, quantizer alone: {:.4}", times[3].as_secs_f64() / times[4].as_secs_f64());
+    println!("    island / direct time ratio, matvec alone: {:.4}", times[5].as_secs_f64() / times[6].as_secs_f64());
+    if times.len() > 8 {
+        println!("    island / direct time ratio, graph replay: {:.4}", times[7].as_secs_f64() / times[8].as_secs_f64());
     }
 
     p.launch(client, Some(native)).map_err(|e| e.to_string())?;
@@ -270,3 +273,5 @@ fn torch_int8(size: usize) -> Option<String> {
     }
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
+
+

@@ -25,7 +25,8 @@ pub fn time_per_call(client: &Client, warmup: usize, iters: usize, mut dispatch:
 }
 
 /// Times several variants side by side: `rounds` rounds, each timing every variant once in
-/// turn, so drift (clocks, temperature) affects them alike; returns each variant's median.
+/// turn, so drift (clocks, temperature) affects them alike, in alternating order; returns each
+/// variant's median.
 pub fn side_by_side(
     client: &Client,
     rounds: usize,
@@ -33,9 +34,16 @@ pub fn side_by_side(
     variants: &mut [(&str, &mut dyn FnMut())],
 ) -> Result<Vec<Duration>, String> {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
-    for _ in 0..rounds {
-        for (i, (_, dispatch)) in variants.iter_mut().enumerate() {
-            samples[i].push(time_per_call(client, 3, iters, &mut **dispatch)?);
+    for round in 0..rounds {
+        // Forward in even rounds, backward in odd ones, so that no variant always runs first
+        // (after the host has idled through a graph replay) or always right after another.
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..variants.len()).collect()
+        } else {
+            (0..variants.len()).rev().collect()
+        };
+        for i in order {
+            samples[i].push(time_per_call(client, 3, iters, &mut *variants[i].1)?);
         }
     }
     Ok(samples

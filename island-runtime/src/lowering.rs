@@ -49,10 +49,7 @@ impl Codegen {
 
     /// Whether this build can run the generator.
     pub const fn available(self) -> bool {
-        match self {
-            Codegen::Wgsl => cfg!(feature = "wgpu"),
-            _ => true,
-        }
+        !matches!(self, Codegen::Wgsl) || cfg!(feature = "wgpu")
     }
 
     /// Compiles `kernel` as the device of `profile` would.

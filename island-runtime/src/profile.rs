@@ -14,7 +14,7 @@ use std::sync::Mutex;
 /// A profile is part of the kernel's comptime tag, so a kernel compiled for one profile is
 /// cached apart from the same kernel compiled for another. It is `Copy` (its strings and
 /// shape lists are interned), so kernels pass the tag around freely.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Eq, Serialize)]
 pub struct Profile {
     /// The backend whose arms this device takes.
     pub backend: Backend,
@@ -28,6 +28,20 @@ pub struct Profile {
     pub dp4a: bool,
     /// Cooperative matrix shapes the device runs natively, sorted.
     pub mma: &'static [Mma],
+}
+
+/// Compares the interned name and shape list by address first, by content only when the
+/// addresses differ: a launch compares its tag with the cached kernel's, and a GPU lists
+/// dozens of shapes.
+impl PartialEq for Profile {
+    fn eq(&self, other: &Self) -> bool {
+        self.backend == other.backend
+            && self.plane == other.plane
+            && self.sm == other.sm
+            && self.dp4a == other.dp4a
+            && (std::ptr::eq(self.name, other.name) || self.name == other.name)
+            && (std::ptr::eq(self.mma, other.mma) || self.mma == other.mma)
+    }
 }
 
 /// Hashes every field but the matrix shapes, of which only the count: the tag is hashed on every
