@@ -1,6 +1,7 @@
 //! Example kernels with islands, each checked against a plain-Rust reference.
 //!
-//! - [`q8_matvec`]: Q8_0 matrix × vector with a `dp4a` island and a row-sum island.
+//! - [`q8_matvec`]: Q8_0 matrix × vector with `dp4a`, streaming-load, row-sum and
+//!   block-maximum islands.
 //! - [`rmsnorm`]: RMSNorm over rows with the plane-sum island of [`rows`].
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
 

@@ -1,14 +1,17 @@
 //! Q8_0 matrix × vector, the way llama.cpp runs a quantized linear layer for one token.
 //!
 //! Weights are GGUF `block_q8_0`: 32 signed bytes and one f16 scale per block, row-major.
-//! [`Q8Weights::from_gguf`] splits the blocks into a word array (4 bytes per `u32`, blocks in
-//! row order) and a scale array, once at load time, so the kernel loads 16-byte vectors. The
+//! [`Q8Weights::from_gguf`] splits the blocks into a word array (4 bytes per `u32`, group-major:
+//! see [`Q8Weights::words`]) and a scale array, once at load time, so the kernel loads 16-byte
+//! vectors. The
 //! activations are quantized per block of 32 as llama.cpp does for `mmvq`
 //! (`d = amax / 127`, `q = round(x / d)`, half away from zero), which is part of the work.
 //!
 //! The dot of a weight word with an activation word is an island: `dp4a` where the backend has
 //! it, portable byte arithmetic in `default`. Each weight load is an island too (a load that
-//! skips L1 on CUDA, the plain load elsewhere). The sum over a row's 32 lanes is an island:
+//! skips L1 on CUDA, the plain load elsewhere). So is the quantizer's block maximum (the
+//! block's 8 units exchange their maxima by plane shuffles, or each reads the whole block in
+//! `default`). The sum over a row's 32 lanes is an island:
 //! a plane sum where planes are 32 wide, a shared-memory tree in `default`, both in butterfly
 //! order. Every float operation is an explicit `fma`, a product or a sum in a fixed order, so
 //! no backend can contract or reorder it: the CPU's `default` result is the definition, and
@@ -110,7 +113,7 @@ fn magnitude(v: Vector<f32, Const<4>>, m: f32) -> f32 {
 }
 
 /// Quantizes `x` into blocks of 32, one unit per packed word: the block's `amax` is the
-/// [`block_amax`] island, then each unit packs its own four values; `xq` gets the packed bytes,
+/// [`block_amax()`] island, then each unit packs its own four values; `xq` gets the packed bytes,
 /// `xd` each block's scale. The word count is comptime, so no unit waits on a metadata load
 /// before its first load of `x`.
 #[islands]
@@ -120,7 +123,7 @@ pub fn quantize_q8_1(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32]
 }
 
 /// The same quantizer written for CUDA by hand, with no island: CubeCL's `plane_shuffle_xor`
-/// called directly (the [`matvec_q8_0_direct`] path).
+/// called directly (the [`matvec_q8_0_direct()`] path).
 #[cube(launch, create_dummy_kernel)]
 pub fn quantize_q8_1_direct(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32], #[comptime] words: usize) {
     quantize_body(x, xq, xd, words, comptime!(None::<Target>));
@@ -579,7 +582,7 @@ impl Problem {
         quantize_q8_1::launch_with(client, count, dim, x, xq, xd, self.cols / 4, target);
     }
 
-    /// Only [`quantize_q8_1_direct`], the quantizer written without islands.
+    /// Only [`quantize_q8_1_direct()`], the quantizer written without islands.
     pub fn quantize_direct(&self, client: &Client) {
         let (count, dim, x, xq, xd) = self.quantize_args();
         quantize_q8_1_direct::launch(client, count, dim, x, xq, xd, self.cols / 4);
@@ -640,13 +643,13 @@ impl Problem {
         matvec_q8_0::launch_with(client, count, dim, wq, wd, xq, xd, y, self.config, target);
     }
 
-    /// The same work with [`matvec_q8_0_direct`], the version written without islands.
+    /// The same work with [`matvec_q8_0_direct()`], the version written without islands.
     pub fn launch_direct(&self, client: &Client) {
         self.quantize_direct(client);
         self.matvec_direct(client);
     }
 
-    /// Only [`matvec_q8_0_direct`], on the activations the last [`quantize`](Self::quantize) left.
+    /// Only [`matvec_q8_0_direct()`], on the activations the last [`quantize`](Self::quantize) left.
     pub fn matvec_direct(&self, client: &Client) {
         let (count, dim) = self.grid();
         let (wq, wd, xq, xd, y) = self.matvec_args();

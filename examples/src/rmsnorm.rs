@@ -1,7 +1,7 @@
 //! RMSNorm over rows: `y = x · (1 / sqrt(mean(x²) + eps)) · w`.
 //!
 //! One 32-lane plane per row, read 16 bytes at a time. Lane `l` accumulates `fma(x, x, ss)` over
-//! the 4-value vectors `l, l + 32, …` of its row, in order; the 32 partial sums meet in [`crate::rows::row_sum`], whose
+//! the 4-value vectors `l, l + 32, …` of its row, in order; the 32 partial sums meet in [`crate::rows::row_sum()`], whose
 //! `default` (a shared-memory tree) defines the butterfly order a plane sum reproduces bit for
 //! bit. `sqrt` and `/` are correctly rounded on every backend CubeCL targets by default, and
 //! the only `a·b + c` is an explicit `fma`, so nothing is left for a compiler to contract.
@@ -125,7 +125,7 @@ pub fn copy(x: &[Vector<f32, Const<4>>], y: &mut [Vector<f32, Const<4>>]) {
     }
 }
 
-/// Launches [`copy`] over `n` f32 values (a multiple of 4).
+/// Launches [`copy()`] over `n` f32 values (a multiple of 4).
 ///
 /// # Safety
 /// `x` and `y` must hold `n` f32 values.
