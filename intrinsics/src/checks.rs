@@ -97,7 +97,7 @@ pub fn shuffle_xor_w8(v: f32, #[comptime] target: Target) -> f32 {
 pub fn shuffle_xor_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 32, lanes = 64;
-        cuda | vulkan | metal if plane == 32 => plane::shuffle_xor::<f32>(v, 21u32, target),
+        cuda | vulkan | metal | webgpu if plane == 32 => plane::shuffle_xor::<f32>(v, 21u32, target),
         default => portable::group_read::<f32>(v, (UNIT_POS % 32) ^ 21, 32u32),
     }
 }

@@ -66,6 +66,7 @@ island_runtime::register_intrinsic! {
         cuda => "__shfl_xor_sync",
         vulkan => "OpGroupNonUniformShuffleXor",
         metal => "simd_shuffle_xor",
+        webgpu => "subgroupShuffleXor",
     ],
 }
 
