@@ -75,9 +75,11 @@ fn round_half_away(v: f32) -> i32 {
 /// the 16-byte vectors `x[8·block .. 8·block + 8]`, one per word. Where planes exist, each of
 /// the block's 8 units loads only its own vector and the 8 exchange their maxima by xor
 /// shuffles (a block's units are 8 aligned lanes of a plane); in `default`, every unit reads the
-/// whole block. Both maxima start from `+0.0` and take `max` of magnitudes, which ignores NaN
-/// and does not depend on order, so both are the same bits. Every unit of the cube must call it
-/// (the exchange may go through the cube), with `word` in bounds.
+/// whole block. Both take the maximum of the block's magnitudes starting from `+0.0`, and a
+/// maximum does not depend on the order it is taken in, so both are the same bits (NaN inputs
+/// included where `max` returns the other operand, as CUDA's `fmaxf` and LLVM's `maxnum` do;
+/// the proof draws NaN payloads). Every unit of the cube must call it (the exchange may go
+/// through the cube), with `word` in bounds.
 #[islands]
 #[cube]
 pub fn block_amax(x: &[Vector<f32, Const<4>>], word: usize, #[comptime] target: Target) -> f32 {
