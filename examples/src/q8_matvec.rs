@@ -74,22 +74,19 @@ fn round_half_away(v: f32) -> i32 {
 /// The largest `|x|` of the quantization block that word `word` belongs to: its 32 values are
 /// the 16-byte vectors `x[8·block .. 8·block + 8]`, one per word. Where planes exist, each of
 /// the block's 8 units loads only its own vector and the 8 exchange their maxima by xor
-/// shuffles (a block's units are 8 aligned lanes of a plane); in `default`, every unit reads the
-/// whole block. Both take the maximum of the block's magnitudes starting from `+0.0`, and a
-/// maximum does not depend on the order it is taken in, so both are the same bits (NaN inputs
-/// included where `max` returns the other operand, as CUDA's `fmaxf` and LLVM's `maxnum` do;
-/// the proof draws NaN payloads). Every unit of the cube must call it (the exchange may go
-/// through the cube), with `word` in bounds.
+/// shuffles ([`plane::group_max`]; a block's units are 8 aligned lanes of a plane); in
+/// `default`, every unit reads the whole block. Both take the maximum of the block's
+/// magnitudes starting from `+0.0`, and a maximum does not depend on the order it is taken in,
+/// so both are the same bits (NaN inputs included where `max` returns the other operand, as
+/// CUDA's `fmaxf` and LLVM's `maxnum` do; the proof draws NaN payloads). Every unit of the
+/// cube must call it (the exchange may go through the cube), with `word` in bounds.
 #[islands]
 #[cube]
 pub fn block_amax(x: &[Vector<f32, Const<4>>], word: usize, #[comptime] target: Target) -> f32 {
     island! {
         proof(x: &[Vector<f32, Const<4>>; 64], word: usize = UNIT_POS as usize) -> f32, cube_dim = 64;
         cuda | hip | vulkan | metal | webgpu if plane >= 8 => {
-            let mut m = magnitude(x[word], 0.0f32);
-            m = max(m, plane::shuffle_xor::<f32>(m, 1u32, target));
-            m = max(m, plane::shuffle_xor::<f32>(m, 2u32, target));
-            max(m, plane::shuffle_xor::<f32>(m, 4u32, target))
+            plane::group_max::<f32>(magnitude(x[word], 0.0f32), 8u32, target)
         },
         default => {
             let block = word / 8;
@@ -124,8 +121,8 @@ pub fn quantize_q8_1(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32]
     quantize_body(x, xq, xd, words, comptime!(Some(target)));
 }
 
-/// The same quantizer written for CUDA by hand, with no island: CubeCL's `plane_shuffle_xor`
-/// called directly (the [`matvec_q8_0_direct()`] path).
+/// The same quantizer written for CUDA by hand, with no island: the block maximum's plane
+/// shuffles called directly ([`plane::group_max_native`]; the [`matvec_q8_0_direct()`] path).
 #[cube(launch, create_dummy_kernel)]
 pub fn quantize_q8_1_direct(x: &[Vector<f32, Const<4>>], xq: &mut [i32], xd: &mut [f32], #[comptime] words: usize) {
     quantize_body(x, xq, xd, words, comptime!(None::<Target>));
@@ -147,10 +144,7 @@ fn quantize_body(
     let amax = if comptime!(tag.is_some()) {
         block_amax(x, word, comptime!(tag.unwrap()))
     } else {
-        let mut m = magnitude(x[word], 0.0f32);
-        m = max(m, plane_shuffle_xor(m, 1u32));
-        m = max(m, plane_shuffle_xor(m, 2u32));
-        max(m, plane_shuffle_xor(m, 4u32))
+        plane::group_max_native::<f32>(magnitude(x[word], 0.0f32), 8u32)
     };
     if ABSOLUTE_POS < words {
         let block = word / 8;
@@ -525,11 +519,16 @@ pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
     }
 }
 
-/// Units per cube of the activation quantizer (one unit per packed word): 32, so that its few
-/// hundred units spread over as many multiprocessors as possible (measured in `docs/perf.md`);
-/// `ISLANDS_QUANT_UNITS` (a multiple of 32 up to 1024, so that a block's 8 units are 8 aligned
-/// lanes of one plane) overrides it, for tuning.
-fn quant_units() -> u32 {
+/// Units per cube of the activation quantizer (one unit per packed word): on a GPU 32, so that
+/// its few hundred units spread over as many multiprocessors as possible (measured in
+/// `docs/perf.md`); `ISLANDS_QUANT_UNITS` (a multiple of 32 up to 1024, so that a block's 8
+/// units are 8 aligned lanes of one plane) overrides it, for tuning. On the CPU runtime 8, one
+/// block per cube: an emulated plane shuffle synchronises the cube, and the CPU runtime gives
+/// each unit of such a cube its own thread, so fewer units a cube spin less at each barrier.
+fn quant_units(client: &Client) -> u32 {
+    if client.name() == "cpu" {
+        return 8;
+    }
     std::env::var("ISLANDS_QUANT_UNITS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -568,7 +567,7 @@ impl Problem {
             rows: weights.rows,
             cols: weights.cols,
             config: config_for(client, weights.rows, weights.cols),
-            quant_units: quant_units(),
+            quant_units: quant_units(client),
             wq: client.create_from_slice(i32::as_bytes(&weights.words)),
             wd: client.create_from_slice(f16::as_bytes(&weights.scales)),
             x: client.create_from_slice(f32::as_bytes(x)),

@@ -59,6 +59,18 @@ island_runtime::register_intrinsic! {
 }
 
 island_runtime::register_intrinsic! {
+    name: "plane::group_max<f32>",
+    summary: "maximum over each aligned group of lanes (8 in the check), every lane of the group receives it",
+    check: checks::group_max_f32_g8,
+    lowerings: [
+        cuda => "__shfl_xor_sync",
+        vulkan => "OpGroupNonUniformShuffleXor",
+        metal => "simd_shuffle_xor",
+        webgpu => "subgroupShuffleXor",
+    ],
+}
+
+island_runtime::register_intrinsic! {
     name: "plane::shuffle_xor",
     summary: "the value of lane `lane ^ mask`",
     check: checks::shuffle_xor_w32,

@@ -44,6 +44,30 @@ pub fn max<T: Numeric>(value: T, #[comptime] target: Target) -> T {
     }
 }
 
+/// The maximum over each aligned group of `width` lanes (a power of two, at most the plane
+/// width); every lane of the group receives it. Native: xor shuffles at offsets 1, 2, …,
+/// `width / 2`, each lane taking `max(own, partner)`. Emulated: the same butterfly over the
+/// group's values, gathered in one exchange.
+#[cube]
+pub fn group_max<T: Numeric>(value: T, #[comptime] width: u32, #[comptime] target: Target) -> T {
+    if target.is_native() {
+        group_max_native::<T>(value, width)
+    } else {
+        emulation::butterfly::<T>(value, width, emulation::Reduce::Max)
+    }
+}
+
+/// The native lowering of [`group_max`], for kernels written for devices with planes alone.
+#[cube]
+pub fn group_max_native<T: Numeric>(value: T, #[comptime] width: u32) -> T {
+    let mut m = value;
+    #[unroll]
+    for level in 0..comptime!(width.trailing_zeros()) {
+        m = cubecl::prelude::max(m, plane_shuffle_xor(m, comptime!(1u32 << level)));
+    }
+    m
+}
+
 /// The value held by lane `lane ^ mask` (mask below the plane width).
 #[cube]
 pub fn shuffle_xor<T: CubePrimitive>(value: T, mask: u32, #[comptime] target: Target) -> T {

@@ -230,7 +230,8 @@ fn same_source(kernel: &str, island: &str, direct: &str, needles: &[&str]) -> Re
     .into())
 }
 
-/// Renames every generated identifier (`v123`, `<kernel>_<hash>`) by order of first appearance.
+/// Renames every generated identifier (`v123`, `<name>_v123`, `<kernel>_<hash>`) by order of
+/// first appearance.
 fn normalize(source: &str) -> String {
     let mut names = std::collections::HashMap::new();
     let mut out = String::with_capacity(source.len());
@@ -239,8 +240,9 @@ fn normalize(source: &str) -> String {
         let hashed = word
             .rsplit_once('_')
             .is_some_and(|(_, h)| h.len() == 8 && h.chars().all(|c| c.is_ascii_hexdigit()));
-        let generated = (word.starts_with('v') && word.len() > 1 && word[1..].chars().all(|c| c.is_ascii_digit()))
-            || hashed;
+        let numbered = |w: &str| w.starts_with('v') && w.len() > 1 && w[1..].chars().all(|c| c.is_ascii_digit());
+        // `v123`, or a named value with its number (`dynamic_meta_v208`).
+        let generated = numbered(word) || word.rsplit_once('_').is_some_and(|(_, n)| numbered(n)) || hashed;
         if generated {
             let n = names.len();
             let id = *names.entry(word.clone()).or_insert(n);
