@@ -273,5 +273,3 @@ fn torch_int8(size: usize) -> Option<String> {
     }
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
-
-

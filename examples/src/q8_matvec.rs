@@ -579,19 +579,19 @@ impl Problem {
 
     /// Only the activation quantizer, with `target` as the tag (for a bench's breakdown).
     pub fn quantize(&self, client: &Client, target: Target) {
-        let (count, dim, x, xq, xd) = self.quantize_args();
-        quantize_q8_1::launch_with(client, count, dim, x, xq, xd, self.cols / 4, target);
+        let (count, dim, x, xq, xd, words) = self.quantize_args();
+        quantize_q8_1::launch_with(client, count, dim, x, xq, xd, words, target);
     }
 
     /// Only [`quantize_q8_1_direct()`], the quantizer written without islands.
     pub fn quantize_direct(&self, client: &Client) {
-        let (count, dim, x, xq, xd) = self.quantize_args();
-        quantize_q8_1_direct::launch(client, count, dim, x, xq, xd, self.cols / 4);
+        let (count, dim, x, xq, xd, words) = self.quantize_args();
+        quantize_q8_1_direct::launch(client, count, dim, x, xq, xd, words);
     }
 
-    /// The quantizer's grid (one unit per packed word) and buffers: activations, packed words,
-    /// block scales.
-    fn quantize_args(&self) -> (CubeCount, CubeDim, BufferArg, BufferArg, BufferArg) {
+    /// The quantizer's grid (one unit per packed word), buffers (activations, packed words,
+    /// block scales) and word count.
+    fn quantize_args(&self) -> (CubeCount, CubeDim, BufferArg, BufferArg, BufferArg, usize) {
         let words = self.cols / 4;
         let count = CubeCount::Static((words as u32).div_ceil(self.quant_units), 1, 1);
         // SAFETY: the handles were allocated by `new` with these element counts.
@@ -602,6 +602,7 @@ impl Problem {
                 BufferArg::from_raw_parts(self.x.clone(), words),
                 BufferArg::from_raw_parts(self.xq.clone(), words),
                 BufferArg::from_raw_parts(self.xd.clone(), words / 8),
+                words,
             )
         }
     }

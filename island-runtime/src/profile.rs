@@ -44,17 +44,24 @@ impl PartialEq for Profile {
     }
 }
 
-/// Hashes every field but the matrix shapes, of which only the count: the tag is hashed on every
-/// launch (it keys CubeCL's kernel cache), and a GPU lists dozens of shapes. Equal profiles
-/// still hash equal; two that differ only in their shapes are told apart by `Eq`.
+/// Hashes [`Profile::hash_word`]: names and shape lists are left to `Eq`.
 impl std::hash::Hash for Profile {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.backend.hash(state);
-        self.name.hash(state);
-        self.plane.hash(state);
-        self.sm.hash(state);
-        self.dp4a.hash(state);
-        self.mma.len().hash(state);
+        state.write_u64(self.hash_word());
+    }
+}
+
+impl Profile {
+    /// The numeric fields packed into one word (the shape list by its count), for hashing: a
+    /// profile is part of the tag CubeCL hashes several times per launch, and a GPU lists dozens
+    /// of shapes. Equal profiles pack equal words; profiles that differ only in their name or
+    /// their shapes are told apart by `Eq`.
+    pub(crate) fn hash_word(&self) -> u64 {
+        self.backend as u64
+            | (self.plane as u64 & 0xff) << 3
+            | (self.sm as u64 & 0xfff) << 11
+            | (self.dp4a as u64) << 23
+            | (self.mma.len() as u64 & 0xff) << 24
     }
 }
 

@@ -233,13 +233,7 @@ impl std::hash::Hash for Target {
             Executor::Device(backend) => 1 + backend as u64,
             Executor::Unknown(_) => 15,
         };
-        let arms = self.arms.map_or(0, |p| {
-            1 | (p.backend as u64) << 1
-                | (p.plane as u64 & 0xff) << 4
-                | (p.sm as u64 & 0xfff) << 12
-                | (p.dp4a as u64) << 24
-                | (p.mma.len() as u64 & 0xff) << 25
-        });
+        let arms = self.arms.map_or(0, |p| 1 | p.hash_word() << 1);
         let scope = matches!(self.scope, Scope::Island(_)) as u64;
         state.write_u64(executor | (self.exec.plane as u64 & 0xff) << 4 | scope << 12 | arms << 13);
     }
