@@ -20,7 +20,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use crate::rows::{LANES, pairwise_sum, row_sum};
-use island_intrinsics::{dp4a, plane, portable, stream};
+use island_intrinsics::{dp4a, exact, ieee, plane, portable, stream};
 use island_runtime::prelude::*;
 
 /// Values per quantization block.
@@ -148,7 +148,7 @@ fn quantize_body(
     };
     if ABSOLUTE_POS < words {
         let block = word / 8;
-        let d = amax / 127.0;
+        let d = quotient(amax, 127.0f32, tag);
         if word % 8 == 0 {
             xd[block] = d;
         }
@@ -158,12 +158,19 @@ fn quantize_body(
         for j in 0..4usize {
             let mut q = 0i32;
             if amax != 0.0 {
-                q = round_half_away(v.extract(j) / d);
+                q = round_half_away(quotient(v.extract(j), d, tag));
             }
             packed |= (q & 0xff) << (8 * j as i32);
         }
         xq[word] = packed;
     }
+}
+
+/// `a / b`, correctly rounded on every backend: the [`exact::div`] island with a tag, CUDA's
+/// `div.rn.f32` in the direct kernel.
+#[cube]
+fn quotient(a: f32, b: f32, #[comptime] tag: Option<Target>) -> f32 {
+    if comptime!(tag.is_some()) { exact::div(a, b, comptime!(tag.unwrap())) } else { ieee::native_div(a, b) }
 }
 
 /// One block's contribution: `Σ_j dot(w_j, x_j)` over its 8 words, in word order.

@@ -3,12 +3,14 @@
 //! One 32-lane plane per row, read 16 bytes at a time. Lane `l` accumulates `fma(x, x, ss)` over
 //! the 4-value vectors `l, l + 32, …` of its row, in order; the 32 partial sums meet in [`crate::rows::row_sum()`], whose
 //! `default` (a shared-memory tree) defines the butterfly order a plane sum reproduces bit for
-//! bit. `sqrt` and `/` are correctly rounded on every backend CubeCL targets by default, and
-//! the only `a·b + c` is an explicit `fma`, so nothing is left for a compiler to contract.
+//! bit. `sqrt` and `/` go through [`island_intrinsics::exact`], correctly rounded on every
+//! backend (Vulkan's own are not promised to be), and the only `a·b + c` is an explicit `fma`,
+//! so nothing is left for a compiler to contract.
 
 use crate::q8_matvec::ShapeError;
 use crate::rows::{LANES, pairwise_sum, row_sum, rows_per_cube};
 use cubecl::prelude::*;
+use island_intrinsics::exact;
 use island_runtime::prelude::*;
 
 /// `fma(a[j], a[j], ss)` for the four values of `a`, in order.
@@ -56,7 +58,10 @@ pub fn rmsnorm(
         }
     }
     let total = row_sum(ss, target);
-    let inv = Vector::<f32, Const<4>>::broadcast(1.0f32 / (total / (cols as f32) + eps).sqrt());
+    // Division and square root through islands that round correctly on every backend (Vulkan's
+    // own are not promised to).
+    let mean = exact::div(total, cols as f32, target);
+    let inv = Vector::<f32, Const<4>>::broadcast(exact::div(1.0f32, exact::sqrt(mean + eps, target), target));
     if row < rows {
         let mut v = lane;
         while v < vectors {

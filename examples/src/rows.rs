@@ -19,17 +19,18 @@ pub fn rows_per_cube(client: &Client) -> u32 {
 #[cube]
 pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(value: f32) -> f32, cube_dim = 32;
+        proof(value: f32) -> f32, cube_dim = 64;
         cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::<f32>(value, target),
         default => portable::tree_sum::<f32>(value, 32u32),
     }
 }
 
-/// Refuses, before launch, a run whose row sum would take `default` on `wgpu<spirv>`: that
-/// arm uses shared memory, which CubeCL 0.11 compiles to SPIR-V that crashes Vulkan drivers.
+/// Refuses, before launch, a run whose row sum would take `default` on lavapipe: that arm uses
+/// shared memory, which CubeCL 0.11 compiles to SPIR-V that crashes lavapipe.
 pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::q8_matvec::ShapeError> {
     // The runtime's name first: this runs before every launch, and most runtimes stop here.
     if client.name() == "wgpu<spirv>"
+        && island_runtime::lowering::crashes_on_shared_memory(&client.properties().identity.name)
         && !matches!(target.explain(&__ISLANDS_SITE_ROW_SUM_0), island_runtime::Selection::Arm(_))
     {
         return Err(crate::q8_matvec::ShapeError(format!(

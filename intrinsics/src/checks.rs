@@ -5,7 +5,7 @@
 //!
 //! Plane operations are checked once per plane width, since `default` must know the width
 //! the arm computes with: 8 (lavapipe), 32 (NVIDIA, Apple, AMD wave32, most Vulkan), 64 (AMD
-//! wave64).
+//! wave64). Each check's cube holds two planes, so a reduction that leaks across planes shows.
 
 use crate::{mma, plane, portable, stream};
 use cubecl::prelude::*;
@@ -26,7 +26,7 @@ pub fn dp4a(a: i32, b: i32, c: i32, #[comptime] target: Target) -> i32 {
 #[cube]
 pub fn plane_sum_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 8, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 16;
         vulkan if plane == 8 => plane::sum::<f32>(v, target),
         default => portable::tree_sum::<f32>(v, 8u32),
     }
@@ -36,7 +36,7 @@ pub fn plane_sum_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn plane_sum_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 32, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 64;
         cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::<f32>(v, target),
         default => portable::tree_sum::<f32>(v, 32u32),
     }
@@ -46,7 +46,7 @@ pub fn plane_sum_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn plane_sum_f32_w64(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 64, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 128;
         hip if plane == 64 => plane::sum::<f32>(v, target),
         default => portable::tree_sum::<f32>(v, 64u32),
     }
@@ -56,7 +56,7 @@ pub fn plane_sum_f32_w64(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn plane_sum_i32_w32(v: i32, #[comptime] target: Target) -> i32 {
     island! {
-        proof(v: i32) -> i32, cube_dim = 32, lanes = 64;
+        proof(v: i32) -> i32, cube_dim = 64;
         cuda | vulkan if plane == 32 => plane::sum::<i32>(v, target),
         default => portable::tree_sum::<i32>(v, 32u32),
     }
@@ -66,7 +66,7 @@ pub fn plane_sum_i32_w32(v: i32, #[comptime] target: Target) -> i32 {
 #[cube]
 pub fn plane_max_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 8, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 16;
         vulkan if plane == 8 => plane::max::<f32>(v, target),
         default => portable::tree_max::<f32>(v, 8u32),
     }
@@ -76,7 +76,7 @@ pub fn plane_max_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn plane_max_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 32, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 64;
         cuda | vulkan if plane == 32 => plane::max::<f32>(v, target),
         default => portable::tree_max::<f32>(v, 32u32),
     }
@@ -86,7 +86,7 @@ pub fn plane_max_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn group_max_f32_g8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 32, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 64;
         cuda | vulkan | metal | webgpu if plane >= 8 => plane::group_max::<f32>(v, 8u32, target),
         default => portable::tree_max::<f32>(v, 8u32),
     }
@@ -96,7 +96,7 @@ pub fn group_max_f32_g8(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn shuffle_xor_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 8, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 16;
         vulkan if plane == 8 => plane::shuffle_xor::<f32>(v, 5u32, target),
         default => portable::group_read::<f32>(v, (UNIT_POS % 8) ^ 5, 8u32),
     }
@@ -106,7 +106,7 @@ pub fn shuffle_xor_w8(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn shuffle_xor_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 32, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 64;
         cuda | vulkan | metal | webgpu if plane == 32 => plane::shuffle_xor::<f32>(v, 21u32, target),
         default => portable::group_read::<f32>(v, (UNIT_POS % 32) ^ 21, 32u32),
     }
@@ -116,7 +116,7 @@ pub fn shuffle_xor_w32(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn broadcast_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 8, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 16;
         vulkan if plane == 8 => plane::broadcast::<f32>(v, 3u32, target),
         default => portable::group_read::<f32>(v, 3u32, 8u32),
     }
@@ -126,7 +126,7 @@ pub fn broadcast_w8(v: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn broadcast_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(v: f32) -> f32, cube_dim = 32, lanes = 64;
+        proof(v: f32) -> f32, cube_dim = 64;
         cuda | vulkan if plane == 32 => plane::broadcast::<f32>(v, 17u32, target),
         default => portable::group_read::<f32>(v, 17u32, 32u32),
     }
@@ -152,7 +152,7 @@ fn tile_i8_scalar(a: &[i8], b: &[i8], c: &mut [i32]) {
 #[cube]
 pub fn mma_i8(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] target: Target) {
     island! {
-        proof(a: &[i8; 512], b: &[i8; 512], c: &mut [i32; 256]), cube_dim = 32, lanes = 64;
+        proof(a: &[i8; 512], b: &[i8; 512], c: &mut [i32; 256]), cube_dim = 32;
         cuda | hip if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8(a, 32u32, b, 16u32, mma::Layout::RowMajor, c, 16u32, 2u32, target),
         default => tile_i8_scalar(a, b, c),
     }
@@ -178,8 +178,8 @@ fn tile_f16_scalar(a: &[f16], b: &[f16], c: &mut [f32]) {
 #[cube]
 pub fn mma_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: Target) {
     island! {
-        proof(a: &[f16; 256], b: &[f16; 256], c: &mut [f32; 256]), cube_dim = 32, lanes = 64, inputs = small_ints,
-            contract = ulp(0, "tensor cores add f16 products in an unspecified order and precision: checked only on integer-valued inputs, whose sums are exact");
+        proof(a: &[f16; 256], b: &[f16; 256], c: &mut [f32; 256]), cube_dim = 32,
+            contract = accumulation(32, "tensor cores add f16 products in an order and internal precision NVIDIA does not specify");
         cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
         default => tile_f16_scalar(a, b, c),
     }

@@ -10,6 +10,8 @@
 
 pub mod checks;
 pub mod dp4a;
+pub mod exact;
+pub mod ieee;
 pub mod mma;
 pub mod plane;
 pub mod portable;
@@ -126,5 +128,23 @@ island_runtime::register_intrinsic! {
     check: checks::stream_load_x4,
     lowerings: [
         cuda => "ld.global.nc.L1::no_allocate.v4.b32",
+    ],
+}
+
+island_runtime::register_intrinsic! {
+    name: "ieee::div<f32>",
+    summary: "a / b in binary32, correctly rounded (round to nearest even)",
+    check: exact::div,
+    lowerings: [
+        cuda => "div.rn.f32",
+    ],
+}
+
+island_runtime::register_intrinsic! {
+    name: "ieee::sqrt<f32>",
+    summary: "sqrt(x) in binary32, correctly rounded (round to nearest even)",
+    check: exact::sqrt,
+    lowerings: [
+        cuda => "sqrt.rn.f32",
     ],
 }

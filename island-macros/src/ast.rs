@@ -30,8 +30,6 @@ pub struct ProofSig {
     pub output: Option<Type>,
     pub cube_dim: Option<(u32, Span)>,
     pub lanes: Option<u32>,
-    /// `inputs = small_ints`: floats drawn from the integers -8..=8, whose sums are exact.
-    pub small_ints: bool,
     pub contract: Option<ContractSpec>,
 }
 
@@ -52,6 +50,7 @@ pub enum ParamShape {
 
 pub enum ContractSpec {
     Ulp { ulps: u32, reason: LitStr },
+    Accumulation { terms: u32, reason: LitStr },
 }
 
 /// One arm: `cuda | hip if plane == 32 => body`.

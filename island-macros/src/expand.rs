@@ -14,8 +14,16 @@ pub struct Context<'a> {
     pub index: usize,
     /// The function's tag parameter.
     pub tag: &'a Ident,
-    /// `#[islands(expect_mismatch)]`.
-    pub expect_mismatch: bool,
+    /// What the island's proofs must conclude (`#[islands(expect_mismatch)]`, …).
+    pub expect: Expect,
+}
+
+/// What a function's proofs must conclude, from its `#[islands(…)]` options.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    Equal,
+    Mismatch,
+    NativeMismatch,
 }
 
 /// The module holding an island's proof kernel: `__islands_<fn>_<n>`.
@@ -67,10 +75,10 @@ pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
         Some(sig) => lifted(sig, cx, select),
         None => TokenStream::new(),
     };
-    let expect = if cx.expect_mismatch {
-        quote!(::island_runtime::Expect::Mismatch)
-    } else {
-        quote!(::island_runtime::Expect::Equal)
+    let expect = match cx.expect {
+        Expect::Equal => quote!(::island_runtime::Expect::Equal),
+        Expect::Mismatch => quote!(::island_runtime::Expect::Mismatch),
+        Expect::NativeMismatch => quote!(::island_runtime::Expect::NativeMismatch),
     };
     let proof_spec = match &island.proof {
         Some(_) => quote!(::island_runtime::proof::ProofSpec::Lifted(&#module::LIFTED)),
@@ -242,15 +250,13 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
     let args = (0..buffers).map(|i| quote!(args.buffer(#i)));
     let cube_dim = sig.cube_dim.map_or(64, |(v, _)| v);
     let lanes = sig.lanes.unwrap_or(0);
-    let inputs = if sig.small_ints {
-        quote!(::island_runtime::proof::Inputs::SmallIntegers)
-    } else {
-        quote!(::island_runtime::proof::Inputs::Full)
-    };
     let contract = match &sig.contract {
         None => quote!(::island_runtime::Contract::Exact),
         Some(ContractSpec::Ulp { ulps, reason }) => {
             quote!(::island_runtime::Contract::Ulp { ulps: #ulps, reason: #reason })
+        }
+        Some(ContractSpec::Accumulation { terms, reason }) => {
+            quote!(::island_runtime::Contract::Accumulation { terms: #terms, reason: #reason })
         }
     };
     let define_args = (0..buffers).map(|i| quote!(args.buffer(#i)));
@@ -267,7 +273,6 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             output_width: #out_width,
             cube_dim: #cube_dim,
             lanes: #lanes,
-            inputs: #inputs,
             contract: #contract,
             launch: launch_lifted,
             define: define_lifted,

@@ -2,6 +2,7 @@
 //! islands' items and (for launch kernels) the launch paths that fill the tag.
 
 use crate::ast::{Island, TagParam};
+use crate::expand::Expect;
 use crate::parse::TagOption;
 use crate::{expand, parse, validate};
 use proc_macro2::{Span, TokenStream};
@@ -53,11 +54,12 @@ fn cube_attr(attrs: &[Attribute]) -> Option<CubeAttr> {
 
 fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors: &mut Vec<syn::Error>) -> TokenStream {
     let mut explicit_tag = None;
-    let mut expect_mismatch = false;
+    let mut expect = Expect::Equal;
     for o in options {
         match o {
             TagOption::Tag(name) => explicit_tag = Some(name),
-            TagOption::ExpectMismatch => expect_mismatch = true,
+            TagOption::ExpectMismatch => expect = Expect::Mismatch,
+            TagOption::ExpectNativeMismatch => expect = Expect::NativeMismatch,
         }
     }
     let Some(cube) = cube_attr(&func.attrs) else {
@@ -74,7 +76,7 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
     let mut visitor = Rewriter {
         function: func.sig.ident.clone(),
         tag: tag.unwrap_or(None),
-        expect_mismatch,
+        expect,
         count: 0,
         items: Vec::new(),
         errors: Vec::new(),
@@ -192,7 +194,7 @@ fn fallback(error: syn::Error) -> Expr {
 struct Rewriter {
     function: Ident,
     tag: Option<TagParam>,
-    expect_mismatch: bool,
+    expect: Expect,
     count: usize,
     items: Vec<TokenStream>,
     errors: Vec<syn::Error>,
@@ -228,7 +230,7 @@ impl Rewriter {
             let default = island.arms.into_iter().find(|a| a.is_default()).map(|a| a.body);
             return default.expect("validated: an island has a default arm");
         };
-        let cx = expand::Context { function: &self.function, index, tag: &tag.name, expect_mismatch: self.expect_mismatch };
+        let cx = expand::Context { function: &self.function, index, tag: &tag.name, expect: self.expect };
         let select = expand::selection(&island, &cx);
         self.items.push(expand::items(&island, &cx, &select));
         select

@@ -20,7 +20,8 @@ use proc_macro::TokenStream;
 /// Marks a `#[cube]` function whose body holds islands. Write it above `#[cube]`.
 ///
 /// Options: `tag = name` names the tag parameter; `expect_mismatch` marks a negative fixture
-/// whose every arm must fail its proof.
+/// whose every arm must fail its proof; `expect_native_mismatch` one whose arms must pass their
+/// CPU proof and fail their device conformance (a wrong native lowering).
 #[proc_macro_attribute]
 pub fn islands(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()

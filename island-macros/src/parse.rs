@@ -40,7 +40,7 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
     } else {
         None
     };
-    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, lanes: None, small_ints: false, contract: None };
+    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, lanes: None, contract: None };
     while input.peek(Token![,]) {
         input.parse::<Token![,]>()?;
         let key: Ident = input.parse()?;
@@ -58,25 +58,12 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
                 let lit: LitInt = input.parse()?;
                 sig.lanes = Some(lit.base10_parse()?);
             }
-            "inputs" => {
-                let kind: Ident = input.parse()?;
-                match kind.to_string().as_str() {
-                    "small_ints" => sig.small_ints = true,
-                    "full" => sig.small_ints = false,
-                    other => {
-                        return Err(syn::Error::new(
-                            kind.span(),
-                            format!("unknown input distribution `{other}`; expected `full` or `small_ints`"),
-                        ));
-                    }
-                }
-            }
             "contract" => sig.contract = Some(parse_contract(input)?),
             other => {
                 return Err(syn::Error::new(
                     key.span(),
                     format!(
-                        "unknown proof option `{other}`; expected `cube_dim = N`, `lanes = N`, `inputs = …` or `contract = …`"
+                        "unknown proof option `{other}`; expected `cube_dim = N`, `lanes = N` or `contract = …`"
                     ),
                 ));
             }
@@ -133,14 +120,20 @@ fn parse_contract(input: ParseStream) -> syn::Result<ContractSpec> {
             let reason: LitStr = content.parse()?;
             ContractSpec::Ulp { ulps: ulps.base10_parse()?, reason }
         }
+        "accumulation" => {
+            let terms: LitInt = content.parse()?;
+            content.parse::<Token![,]>()?;
+            let reason: LitStr = content.parse()?;
+            ContractSpec::Accumulation { terms: terms.base10_parse()?, reason }
+        }
         other => {
             return Err(syn::Error::new(
                 kind.span(),
-                format!("unknown contract `{other}`; expected `ulp(N, \"reason\")`"),
+                format!("unknown contract `{other}`; expected `ulp(N, \"reason\")` or `accumulation(N, \"reason\")`"),
             ));
         }
     };
-    let ContractSpec::Ulp { reason, .. } = &spec;
+    let (ContractSpec::Ulp { reason, .. } | ContractSpec::Accumulation { reason, .. }) = &spec;
     if reason.value().trim().is_empty() {
         return Err(syn::Error::new(reason.span(), "a non-exact contract must give its reason"));
     }
@@ -328,9 +321,12 @@ impl Parse for TagOption {
                 Ok(TagOption::Tag(input.parse()?))
             }
             "expect_mismatch" => Ok(TagOption::ExpectMismatch),
+            "expect_native_mismatch" => Ok(TagOption::ExpectNativeMismatch),
             other => Err(syn::Error::new(
                 key.span(),
-                format!("unknown #[islands] option `{other}`; expected `tag = name` or `expect_mismatch`"),
+                format!(
+                    "unknown #[islands] option `{other}`; expected `tag = name`, `expect_mismatch` or `expect_native_mismatch`"
+                ),
             )),
         }
     }
@@ -342,4 +338,7 @@ pub enum TagOption {
     Tag(Ident),
     /// `expect_mismatch`: a negative fixture; every arm's proof must fail.
     ExpectMismatch,
+    /// `expect_native_mismatch`: a negative fixture of a native lowering; every arm's CPU proof
+    /// must hold and its device conformance must fail.
+    ExpectNativeMismatch,
 }

@@ -56,12 +56,6 @@ pub fn island(island: &Island, errors: &mut Vec<syn::Error>) {
                 errors.push(syn::Error::new(p.name.span(), format!("proof input `{}` is declared twice", p.name)));
             }
         }
-        if sig.small_ints && sig.contract.is_none() {
-            errors.push(syn::Error::new(
-                sig.span,
-                "`inputs = small_ints` hides rounding, so it is only for arms with a declared non-exact contract",
-            ));
-        }
         let writes = sig.params.iter().any(|p| matches!(p.shape, ParamShape::Cube { mutable: true, .. }));
         if sig.output.is_none() && !writes {
             errors.push(syn::Error::new(

@@ -18,11 +18,20 @@ pub enum Contract {
     /// results whose hardware order or internal precision is unspecified (tensor-core float
     /// accumulation): NOT bit-exact, and always shown as such.
     Ulp { ulps: u32, reason: &'static str },
+    /// For sums of products whose order and internal precision the hardware does not specify
+    /// (tensor-core float accumulation): `|got − want| ≤ terms · u · M`, where `u` is the
+    /// output's unit roundoff (2^-24 for f32) and `M` is the same computation on the inputs'
+    /// magnitudes (`Σ|aᵢ·bᵢ| + |c|`, from a third run of the reference). That is the classic
+    /// bound of a recursive sum of `terms` addends; an arm that accumulates in a narrower type
+    /// (f16: u = 2^-11) or truncates its products misses it by orders of magnitude. Infinities
+    /// and NaNs must match as in [`Contract::Exact`]. NOT bit-exact, and always shown as such.
+    Accumulation { terms: u32, reason: &'static str },
 }
 
 impl Contract {
-    /// Whether `got` is acceptable where `want` is the reference.
-    pub fn accepts(&self, kind: ValueKind, got: u64, want: u64) -> bool {
+    /// Whether `got` is acceptable where `want` is the reference; `magnitude` is the
+    /// reference computed on the inputs' magnitudes (needed by [`Contract::Accumulation`]).
+    pub fn accepts(&self, kind: ValueKind, got: u64, want: u64, magnitude: Option<u64>) -> bool {
         if got == want {
             return true;
         }
@@ -32,7 +41,18 @@ impl Contract {
         match *self {
             Contract::Exact => false,
             Contract::Ulp { ulps, .. } => kind.is_float() && kind.ulp_distance(got, want) <= ulps as u64,
+            Contract::Accumulation { terms, .. } => {
+                let (g, w) = (kind.as_f64(got), kind.as_f64(want));
+                let m = magnitude.map_or(f64::NAN, |m| kind.as_f64(m));
+                kind.is_float() && g.is_finite() && w.is_finite() && m.is_finite()
+                    && (g - w).abs() <= terms as f64 * kind.unit_roundoff() * m
+            }
         }
+    }
+
+    /// Whether checking the contract needs the magnitude run.
+    pub fn needs_magnitudes(&self) -> bool {
+        matches!(self, Contract::Accumulation { .. })
     }
 
     /// Whether this contract is byte equality.
@@ -46,6 +66,9 @@ impl fmt::Display for Contract {
         match self {
             Contract::Exact => f.write_str("bit-exact"),
             Contract::Ulp { ulps, reason } => write!(f, "NOT bit-exact: within {ulps} ulp ({reason})"),
+            Contract::Accumulation { terms, reason } => {
+                write!(f, "NOT bit-exact: |Δ| ≤ {terms}·u·Σ|terms| ({reason})")
+            }
         }
     }
 }
@@ -57,19 +80,34 @@ mod tests {
     #[test]
     fn exact_rejects_zero_signs_and_nan_for_number_but_not_nan_payloads() {
         let k = ValueKind::F32;
-        assert!(!Contract::Exact.accepts(k, 0x0000_0000, 0x8000_0000));
-        assert!(!Contract::Exact.accepts(k, 0x7fc0_0000, 0x3f80_0000));
-        assert!(!Contract::Exact.accepts(k, 0x3f80_0001, 0x3f80_0000));
-        assert!(Contract::Exact.accepts(k, 0x7fc0_0000, 0xffc1_2345));
+        assert!(!Contract::Exact.accepts(k, 0x0000_0000, 0x8000_0000, None));
+        assert!(!Contract::Exact.accepts(k, 0x7fc0_0000, 0x3f80_0000, None));
+        assert!(!Contract::Exact.accepts(k, 0x3f80_0001, 0x3f80_0000, None));
+        assert!(Contract::Exact.accepts(k, 0x7fc0_0000, 0xffc1_2345, None));
         // Integers have no NaN: every bit counts.
-        assert!(!Contract::Exact.accepts(ValueKind::I32, 0x7fc0_0000, 0x7fc0_0001));
+        assert!(!Contract::Exact.accepts(ValueKind::I32, 0x7fc0_0000, 0x7fc0_0001, None));
     }
 
     #[test]
     fn ulp_bound_holds_for_floats_only() {
         let c = Contract::Ulp { ulps: 1, reason: "test" };
-        assert!(c.accepts(ValueKind::F32, 0x3f80_0000, 0x3f80_0001));
-        assert!(!c.accepts(ValueKind::F32, 0x3f80_0000, 0x3f80_0002));
-        assert!(!c.accepts(ValueKind::I32, 1, 2));
+        assert!(c.accepts(ValueKind::F32, 0x3f80_0000, 0x3f80_0001, None));
+        assert!(!c.accepts(ValueKind::F32, 0x3f80_0000, 0x3f80_0002, None));
+        assert!(!c.accepts(ValueKind::I32, 1, 2, None));
+    }
+
+    #[test]
+    fn accumulation_bound_scales_with_the_magnitudes() {
+        let c = Contract::Accumulation { terms: 32, reason: "test" };
+        let k = ValueKind::F32;
+        let bits = |v: f32| v.to_bits() as u64;
+        // Σ|terms| = 1000: the bound is 32 · 2^-24 · 1000 ≈ 1.9e-3.
+        assert!(c.accepts(k, bits(1.0), bits(1.001), Some(bits(1000.0))));
+        assert!(!c.accepts(k, bits(1.0), bits(1.01), Some(bits(1000.0))));
+        // An f16 accumulator's error (2^-11 relative) is far outside it.
+        assert!(!c.accepts(k, bits(1000.0), bits(1000.0 + 1000.0 / 2048.0), Some(bits(1000.0))));
+        // Infinities and NaNs are not numbers to be near.
+        assert!(!c.accepts(k, bits(f32::INFINITY), bits(1.0), Some(bits(1.0))));
+        assert!(!c.accepts(k, bits(1.0), bits(1.0 + 1e-6), None));
     }
 }

@@ -169,33 +169,54 @@ pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, whic
         Which::Arm => Target::from_parts(Some(*profile), exec).only(entry.site.id),
         Which::Default => Target::from_parts(None, exec),
     };
-    compile(lifted, target, Arc::new(properties(profile)), profile, host)
+    compile(lifted, target, Arc::new(properties(profile)), profile, Codegen::of(profile.backend), host)
 }
 
 /// Why `lifted` must not run on `client` with `target`, if it must not.
 ///
 /// CubeCL 0.11's SPIR-V compiler emits invalid code for shared memory (an access chain on a
-/// pointer to a pointer), and Vulkan drivers crash on it: lavapipe segfaults, taking the
-/// process with it. A kernel whose SPIR-V declares workgroup memory is therefore refused on
-/// `wgpu<spirv>`, with this reason, instead of launched.
+/// pointer to a pointer). Mesa's lavapipe segfaults on it, taking the process with it, so on
+/// lavapipe (adapter `llvmpipe`) a kernel whose SPIR-V declares workgroup memory is refused
+/// with this reason instead of launched. Other Vulkan drivers run such kernels: NVIDIA's does
+/// (`docs/conformance.md`), and a crash elsewhere is to be recorded per device, not assumed.
 pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -> Option<String> {
-    if client.name() != "wgpu<spirv>" {
+    if client.name() != "wgpu<spirv>" || !crashes_on_shared_memory(&client.properties().identity.name) {
         return None;
     }
     let profile = Profile::of_client(client)?;
-    match compile(lifted, target, client.properties_shared(), &profile, client) {
+    match compile(lifted, target, client.properties_shared(), &profile, Codegen::Spirv, client) {
         Ok(spirv) if spirv.contains("OpTypePointer Workgroup") => Some(SHARED_MEMORY_ON_SPIRV.to_string()),
         Ok(_) => None,
         Err(e) => Some(format!("the kernel does not compile to SPIR-V: {e}")),
     }
 }
 
+/// Whether a Vulkan device (by adapter name) is one where CubeCL 0.11's shared-memory SPIR-V
+/// was seen to crash: Mesa's lavapipe (`llvmpipe (LLVM …)`).
+pub fn crashes_on_shared_memory(adapter: &str) -> bool {
+    adapter.contains("llvmpipe")
+}
+
 /// The reason [`launch_hazard`] gives.
 pub const SHARED_MEMORY_ON_SPIRV: &str = "not launched: the kernel uses shared memory, for which CubeCL 0.11's \
-     SPIR-V compiler emits invalid code that crashes Vulkan drivers (lavapipe segfaults)";
+     SPIR-V compiler emits invalid code that crashes lavapipe (a segfault)";
 
-fn compile(lifted: &'static Lifted, target: Target, device: Arc<DeviceProperties>, profile: &Profile, host: &Client) -> Result<String, String> {
-    let codegen = Codegen::of(profile.backend);
+/// Whether targets `a` and `b` expand `lifted` to the same program on `client`'s runtime (its
+/// properties, compared as CUDA C++ text): then running both compares a program with itself.
+pub fn same_program(lifted: &'static Lifted, a: Target, b: Target, client: &Client) -> Result<bool, String> {
+    let profile = a.arms().or(b.arms()).copied().unwrap_or(Profile::references(crate::Backend::Cuda)[0]);
+    let text = |t: Target| compile(lifted, t, client.properties_shared(), &profile, Codegen::CudaCpp, client);
+    Ok(text(a)? == text(b)?)
+}
+
+fn compile(
+    lifted: &'static Lifted,
+    target: Target,
+    device: Arc<DeviceProperties>,
+    profile: &Profile,
+    codegen: Codegen,
+    host: &Client,
+) -> Result<String, String> {
     let cubes = 1;
     let lanes = lifted.cube_dim as usize;
     let mut buffers: Vec<(cubecl::server::Handle, usize)> = lifted

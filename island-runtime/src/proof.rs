@@ -6,14 +6,16 @@
 //! its value. The registry keeps a [`Lifted`] description of that kernel; [`prove`] runs it.
 //!
 //! Inputs: per-lane scalars (`a: i32`) or per-cube slices (`a: &[i8; 256]`, `acc: &mut [i32; 256]`,
-//! the latter also compared as an output). Edge values come first, random values after; the
-//! seed is printed with every failure and replays it (`ISLANDS_SEED`).
+//! the latter also compared as an output). Each cube holds one [`Group`] of values: the edge
+//! groups of the input's kind first (all −0.0, subnormals, ties, overflow, cancellation, NaNs, …),
+//! then `8 · depth` realistic and `4 · depth` wide random groups. The seed is printed with every
+//! failure and replays it (`ISLANDS_SEED`).
 
 use crate::contract::Contract;
 use crate::registry::{ArmEntry, Expect};
 use crate::target::Selection;
-use crate::value::{Rng, ValueKind, seed_for};
-use crate::{Profile, Target};
+use crate::value::{Group, Rng, ValueKind, seed_for};
+use crate::{Executor, Profile, Target};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use serde::Serialize;
@@ -70,10 +72,8 @@ pub struct Lifted {
     pub output_width: usize,
     /// Units per cube. Plane emulation needs whole planes: a multiple of the widest plane.
     pub cube_dim: u32,
-    /// Lanes per run the island asks for (0: the run's default).
+    /// Lanes per run the island asks for at least (0: as many as its groups need).
     pub lanes: u32,
-    /// How inputs are drawn.
-    pub inputs: Inputs,
     /// How the arm's result must relate to `default`'s.
     pub contract: Contract,
     /// Launches the lifted kernel.
@@ -95,18 +95,6 @@ pub type Definition = Result<cubecl_runtime::kernel::KernelDefinition, String>;
 /// Expands a kernel (the generated `define` of a lifted island calls this).
 pub fn define<K: cubecl_runtime::kernel::CubeKernel>(kernel: &K) -> Definition {
     cubecl_runtime::kernel::define_kernel(kernel).map_err(|e| e.to_string())
-}
-
-/// How a proof draws its inputs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Inputs {
-    /// Edge values first, then random values over the whole range (floats of mixed magnitude),
-    /// so rounding and order differences show.
-    Full,
-    /// Floats drawn from the integers -8..=8, whose products and sums are exact in any order:
-    /// only for arms with a declared non-exact contract (tensor-core accumulation).
-    SmallIntegers,
 }
 
 /// What a generated launcher gets.
@@ -146,24 +134,45 @@ impl LaunchArgs<'_> {
 pub struct ProofOptions {
     /// Base seed; each (island, arm) derives its own from it.
     pub seed: u64,
-    /// Lanes per run, rounded up to whole cubes (at least two); `None` takes the island's own
-    /// `lanes = N` or 128. The CPU runtime gives every unit of a cube with barriers its own
-    /// thread and spins at each barrier, so a plane-collective island costs about a second per
-    /// 32-lane cube on two cores: the defaults keep the suite quick, `--lanes` buys depth.
+    /// Lanes per run at least, rounded up to whole cubes; the groups of [`ProofOptions::depth`]
+    /// may ask for more. `None` takes the island's own `lanes = N`.
     pub lanes: Option<u32>,
+    /// Random groups per run: `8 · depth` realistic and `4 · depth` wide ones, after the edge
+    /// groups (at least 1).
+    pub depth: u32,
 }
 
-/// Lanes per run when neither the run nor the island says.
-pub const DEFAULT_LANES: u32 = 128;
+/// The base seed when none is given.
+pub const DEFAULT_SEED: u64 = 0x15_1A_4D_5E_ED;
 
 impl Default for ProofOptions {
     fn default() -> Self {
-        let seed = std::env::var("ISLANDS_SEED")
-            .ok()
-            .and_then(|s| parse_seed(&s))
-            .unwrap_or(0x15_1A_4D_5E_ED);
-        let lanes = std::env::var("ISLANDS_LANES").ok().and_then(|s| s.parse().ok());
-        ProofOptions { seed, lanes }
+        ProofOptions { seed: DEFAULT_SEED, lanes: None, depth: 1 }
+    }
+}
+
+impl ProofOptions {
+    /// The defaults, overridden by `ISLANDS_SEED` (decimal or 0x-hex), `ISLANDS_LANES` and
+    /// `ISLANDS_DEPTH`. A value that does not parse is an error that names it: a typo must not
+    /// silently prove with the default.
+    pub fn from_env() -> Result<ProofOptions, String> {
+        let mut options = ProofOptions::default();
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        if let Some(s) = var("ISLANDS_SEED") {
+            options.seed = parse_seed(s.trim()).ok_or_else(|| format!("ISLANDS_SEED=`{s}` is not a decimal or 0x-hex number"))?;
+        }
+        if let Some(s) = var("ISLANDS_LANES") {
+            options.lanes = Some(s.trim().parse().map_err(|_| format!("ISLANDS_LANES=`{s}` is not a lane count"))?);
+        }
+        if let Some(s) = var("ISLANDS_DEPTH") {
+            options.depth = s
+                .trim()
+                .parse()
+                .ok()
+                .filter(|d| (1..=64).contains(d))
+                .ok_or_else(|| format!("ISLANDS_DEPTH=`{s}` is not a depth from 1 to 64"))?;
+        }
+        Ok(options)
     }
 }
 
@@ -185,6 +194,10 @@ pub enum Verdict {
     Mismatch { report: String },
     /// Could not be proven, and why. Never counted as passed.
     Unproven { reason: String },
+    /// The arm and `default` compile to the same program on this runtime (an intrinsic whose
+    /// emulation is the portable code itself): running both would compare a program with
+    /// itself. Never counted as proven; the arm's evidence is its device conformance.
+    DeviceEvidenceOnly { reason: String },
     /// The run itself failed (compilation, launch).
     Error { reason: String },
 }
@@ -219,18 +232,19 @@ impl ProofRun {
     pub fn passed(&self) -> bool {
         matches!(
             (&self.verdict, self.expect),
-            (Verdict::Proven, Expect::Equal) | (Verdict::Mismatch { .. }, Expect::Mismatch)
+            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch) | (Verdict::Mismatch { .. }, Expect::Mismatch)
         )
     }
 
     /// A short verdict word for tables.
     pub fn verdict_word(&self) -> &'static str {
         match (&self.verdict, self.expect) {
-            (Verdict::Proven, Expect::Equal) => "proven",
+            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch) => "proven",
             (Verdict::Mismatch { .. }, Expect::Mismatch) => "caught",
             (Verdict::Proven, Expect::Mismatch) => "MISSED",
-            (Verdict::Mismatch { .. }, Expect::Equal) => "MISMATCH",
+            (Verdict::Mismatch { .. }, Expect::Equal | Expect::NativeMismatch) => "MISMATCH",
             (Verdict::Unproven { .. }, _) => "unproven",
+            (Verdict::DeviceEvidenceOnly { .. }, _) => "device evidence only",
             (Verdict::Error { .. }, _) => "ERROR",
         }
     }
@@ -240,7 +254,9 @@ impl ProofRun {
         match &self.verdict {
             Verdict::Proven => None,
             Verdict::Mismatch { report } => Some(report),
-            Verdict::Unproven { reason } | Verdict::Error { reason } => Some(reason),
+            Verdict::Unproven { reason } | Verdict::DeviceEvidenceOnly { reason } | Verdict::Error { reason } => {
+                Some(reason)
+            }
         }
     }
 }
@@ -301,6 +317,27 @@ fn prove_one(
 ) -> ProofRun {
     let arm = Side { client, target: Target::forced(profile, client).only(entry.site.id), label: "arm" };
     let default = Side { client, target: Target::default_arms(client), label: "default" };
+    if !arm.target.is_native() {
+        match crate::lowering::same_program(lifted, arm.target, default.target, client) {
+            Ok(true) => {
+                let mut run = compare_sides_header(entry, lifted, profile, &arm, &default, options);
+                run.verdict = Verdict::DeviceEvidenceOnly {
+                    reason: format!(
+                        "on `{}` the arm and `default` are the same program (its emulation is the portable code): \
+                         comparing them would prove nothing; the native lowering is checked by `islands conform` on a device",
+                        client.name()
+                    ),
+                };
+                return run;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                let mut run = compare_sides_header(entry, lifted, profile, &arm, &default, options);
+                run.verdict = Verdict::Error { reason: format!("the lifted kernel does not expand: {e}") };
+                return run;
+            }
+        }
+    }
     compare_sides(entry, lifted, profile, arm, default, options)
 }
 
@@ -319,7 +356,10 @@ impl Side<'_> {
 }
 
 /// Conformance of one arm on a device: its native lowering on `device` against its emulation
-/// on `cpu`, both with the device's own profile.
+/// on `cpu`, both with the device's own profile. The run fails, rather than compares, unless the
+/// native side really is native: a GPU runtime, with a tag whose arm lowers natively there, and
+/// the emulation side on the CPU runtime. A fixture of a wrong native lowering
+/// ([`Expect::NativeMismatch`]) must mismatch here.
 pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     let profile = Profile::of_client(device)?;
@@ -328,9 +368,67 @@ pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options:
     }
     let native = Side { client: device, target: Target::forced(profile, device).only(entry.site.id), label: "native" };
     let emulation = Side { client: cpu, target: Target::forced(profile, cpu).only(entry.site.id), label: "emulation" };
-    let mut run = compare_sides(entry, lifted, profile, native, emulation, options);
-    run.expect = Expect::Equal;
+    let expect = if entry.expect == Expect::Equal { Expect::Equal } else { Expect::Mismatch };
+    let what_ran = match (native.target.is_native(), Executor::from_client_name(device.name()), Executor::from_client_name(cpu.name())) {
+        (true, Executor::Device(_), Executor::Cpu) => None,
+        (native_tag, device_exec, cpu_exec) => Some(format!(
+            "the native side must run natively on a device and the emulation on the CPU runtime; \
+             here the native tag lowers natively: {native_tag}, the device side runs on {device_exec}, the emulation on {cpu_exec}"
+        )),
+    };
+    let mut run = match what_ran {
+        None => compare_sides(entry, lifted, profile, native, emulation, options),
+        Some(reason) => {
+            let mut run = compare_sides_header(entry, lifted, profile, &native, &emulation, options);
+            run.verdict = Verdict::Error { reason };
+            run
+        }
+    };
+    run.expect = expect;
     Some(run)
+}
+
+/// The row of a comparison before it runs: proven until shown otherwise.
+fn compare_sides_header(
+    entry: &'static ArmEntry,
+    lifted: &'static Lifted,
+    profile: Profile,
+    a: &Side<'_>,
+    b: &Side<'_>,
+    options: &ProofOptions,
+) -> ProofRun {
+    let spec = entry.spec();
+    ProofRun {
+        island: entry.site.id,
+        arm: spec.label,
+        profile: profile.to_string(),
+        executed_on: format!("{}: {}, {}: {}", a.label, a.client.name(), b.label, b.client.name()),
+        lowering: if a.target.is_native() { "native" } else { "emulated" },
+        contract: lifted.contract.to_string(),
+        inputs: 0,
+        seed: format!("{:#x}", options.seed),
+        time: Duration::ZERO,
+        verdict: Verdict::Proven,
+        expect: entry.expect,
+    }
+}
+
+/// The groups a run draws: for each cube, the group of each parameter.
+fn groups_of(lifted: &Lifted, cubes: u32) -> Vec<Vec<Group>> {
+    let edge_cubes = lifted
+        .params
+        .iter()
+        .map(|p| if p.kind.is_float() { Group::FLOAT_EDGES.len() } else { Group::INT_EDGES.len() })
+        .max()
+        .unwrap_or(0);
+    (0..cubes as usize)
+        .map(|c| lifted.params.iter().map(|p| p.kind.group_at(c, edge_cubes)).collect())
+        .collect()
+}
+
+/// Cubes a run needs for every edge group of its inputs and `depth`'s random groups.
+fn cubes_for(lifted: &Lifted, depth: u32) -> u32 {
+    lifted.params.iter().map(|p| p.kind.groups(depth).len() as u32).max().unwrap_or(2).max(2)
 }
 
 /// Runs the lifted island on both sides with the same inputs and compares the outputs.
@@ -345,19 +443,7 @@ fn compare_sides(
     let start = Instant::now();
     let spec = entry.spec();
     let seed = seed_for(options.seed, &format!("{}@{}", entry.name(), profile.name));
-    let mut run = ProofRun {
-        island: entry.site.id,
-        arm: spec.label,
-        profile: profile.to_string(),
-        executed_on: format!("{}: {}, {}: {}", a.label, a.client.name(), b.label, b.client.name()),
-        lowering: if a.target.is_native() { "native" } else { "emulated" },
-        contract: lifted.contract.to_string(),
-        inputs: 0,
-        seed: format!("{:#x}", options.seed),
-        time: Duration::ZERO,
-        verdict: Verdict::Proven,
-        expect: entry.expect,
-    };
+    let mut run = compare_sides_header(entry, lifted, profile, &a, &b, options);
 
     // A comparison that silently ran `default` on a side meant to run the arm would prove
     // nothing: every forced tag must select exactly this arm.
@@ -394,17 +480,18 @@ fn compare_sides(
         }
     }
 
-    let wanted = options.lanes.or((lifted.lanes > 0).then_some(lifted.lanes)).unwrap_or(DEFAULT_LANES);
-    let cubes = wanted.div_ceil(lifted.cube_dim).max(2);
+    let wanted = options.lanes.or((lifted.lanes > 0).then_some(lifted.lanes)).unwrap_or(0);
+    let cubes = wanted.div_ceil(lifted.cube_dim).max(cubes_for(lifted, options.depth));
     let lanes = (cubes * lifted.cube_dim) as usize;
+    let groups = groups_of(lifted, cubes);
     let mut rng = Rng::new(seed);
     let inputs: Vec<Vec<u8>> = lifted
         .params
         .iter()
         .enumerate()
-        .map(|(i, p)| match lifted.inputs {
-            Inputs::Full => p.kind.generate(count(p.shape, lanes, cubes) * p.width, i, &mut rng),
-            Inputs::SmallIntegers => p.kind.generate_small_integers(count(p.shape, lanes, cubes) * p.width, &mut rng),
+        .map(|(i, p)| {
+            let per_cube = count(p.shape, lifted.cube_dim as usize, 1) * p.width;
+            groups.iter().flat_map(|g| p.kind.fill(g[i], per_cube, i, &mut rng)).collect()
         })
         .collect();
     run.inputs = lanes;
@@ -412,7 +499,15 @@ fn compare_sides(
     let outcome = (|| -> Result<Option<String>, String> {
         let got = execute(a.client, lifted, cubes, &inputs, a.target, 0xa5)?;
         let want = execute(b.client, lifted, cubes, &inputs, b.target, 0x5a)?;
-        Ok(compare(entry, lifted, &profile, (&a, &b), &inputs, &got, &want, (options.seed, seed), lanes))
+        // The bound of an accumulation contract: the reference on the inputs' magnitudes.
+        let magnitudes = if lifted.contract.needs_magnitudes() {
+            let abs: Vec<Vec<u8>> = lifted.params.iter().zip(&inputs).map(|(p, bytes)| p.kind.magnitudes(bytes)).collect();
+            Some(execute(b.client, lifted, cubes, &abs, b.target, 0x5a)?)
+        } else {
+            None
+        };
+        let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref() };
+        Ok(compare(entry, lifted, &profile, (&a, &b), &inputs, &groups, outputs, (options.seed, seed), lanes))
     })();
     run.verdict = match outcome {
         Ok(None) => Verdict::Proven,
@@ -502,6 +597,14 @@ fn first_lines(text: &str, n: usize) -> String {
     lines.join("\n")
 }
 
+/// The outputs of a comparison: side `a`'s, side `b`'s, and `b` on the inputs' magnitudes
+/// when the contract needs them.
+struct Compared<'a> {
+    got: &'a Outputs,
+    want: &'a Outputs,
+    magnitudes: Option<&'a Outputs>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn compare(
     entry: &ArmEntry,
@@ -509,15 +612,16 @@ fn compare(
     profile: &Profile,
     (a, b): (&Side<'_>, &Side<'_>),
     inputs: &[Vec<u8>],
-    arm: &Outputs,
-    default: &Outputs,
+    groups: &[Vec<Group>],
+    outputs: Compared<'_>,
     (base_seed, seed): (u64, u64),
     lanes: usize,
 ) -> Option<String> {
-    for ((name, kind, width, got), (_, _, _, want)) in arm.0.iter().zip(&default.0) {
+    for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.0.iter().zip(&outputs.want.0).enumerate() {
         let n = got.len() / kind.size();
+        let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.0[o].3, i));
         let differing: Vec<usize> = (0..n)
-            .filter(|&i| !lifted.contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i)))
+            .filter(|&i| !lifted.contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
             .collect();
         let Some(&first_scalar) = differing.first() else { continue };
         // A vector output is compared scalar by scalar; the report names the value and, for a
@@ -537,16 +641,23 @@ fn compare(
         let _ = writeln!(r, "  arm semantics: {profile}");
         let _ = writeln!(r, "  executed on: {} = {}; {} = {}", a.label, a.describe(), b.label, b.describe());
         let _ = writeln!(r, "  contract: {}", lifted.contract);
+        let cube = cube_of(lifted, name, first);
         let _ = writeln!(
             r,
-            "  output `{name}` [{kind}{}]: first differing index {first} (cube {}, {}{component}), {} of {n} scalars differ",
+            "  output `{name}` [{kind}{}]: first differing index {first} (cube {cube}, {}{component}), {} of {n} scalars differ",
             if *width > 1 { format!(" × {width}") } else { String::new() },
-            cube_of(lifted, name, first),
             position_of(lifted, name, first),
             differing.len()
         );
         let _ = writeln!(r, "    {:<9} = {}", a.label, kind.show(kind.bits_at(got, first_scalar)));
         let _ = writeln!(r, "    {:<9} = {}", b.label, kind.show(kind.bits_at(want, first_scalar)));
+        if let Some(m) = magnitude(first_scalar) {
+            let _ = writeln!(r, "    Σ|terms|  = {}", kind.show(m));
+        }
+        if let Some(g) = groups.get(cube) {
+            let held: Vec<String> = lifted.params.iter().zip(g).map(|(p, g)| format!("{}: {}", p.name, g.name())).collect();
+            let _ = writeln!(r, "    cube {cube} holds {}", held.join(", "));
+        }
         if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {
             let shown: Vec<String> = lifted
                 .params

@@ -17,6 +17,9 @@ pub enum Expect {
     Equal,
     /// A negative fixture: the arm is deliberately wrong and its proof must find a mismatch.
     Mismatch,
+    /// A negative fixture of a native lowering: the emulation is right, so the CPU proof must
+    /// hold, and the native code is wrong, so device conformance must find a mismatch.
+    NativeMismatch,
 }
 
 /// One accelerated arm of one island.

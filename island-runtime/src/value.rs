@@ -115,12 +115,12 @@ impl ValueKind {
         }
     }
 
-    /// The edge values of the type, as raw bits: these come first in every proof.
+    /// The edge values of the type, as raw bits ([`Group::Edges`] cycles the finite ones).
     ///
     /// Integers: MIN, MAX, 0, ±1, and for 32-bit words the packed-byte patterns that break
     /// byte unpacking (every byte `i8::MIN`, every byte `i8::MAX`, mixed signs). Floats: ±0,
     /// ±inf, quiet and signalling NaNs with payloads, the smallest and largest subnormals,
-    /// the smallest normal, MAX, ±1.
+    /// the smallest normal, MAX, ±1, in that order for every float kind.
     pub fn edges(self) -> Vec<u64> {
         match self {
             ValueKind::I8 => [i8::MIN, i8::MAX, 0, -1, 1, -127].map(|v| v as u8 as u64).to_vec(),
@@ -169,62 +169,174 @@ impl ValueKind {
                 0xfff0_0000_0000_0000,
                 0x7ff8_0000_0000_0000,
                 0x7ff8_0000_dead_beef,
+                0xfff0_0000_0000_0001,
                 1,
-                0x000f_ffff_ffff_ffff,
+                0x800f_ffff_ffff_ffff,
                 0x0010_0000_0000_0000,
                 0x7fef_ffff_ffff_ffff,
                 0x3ff0_0000_0000_0000,
+                0xbff0_0000_0000_0000,
             ],
         }
     }
 
-    /// A random value as raw bits. Floats mix magnitudes (so rounding and order bugs show),
-    /// and one draw in sixteen is an arbitrary bit pattern.
-    pub fn random(self, rng: &mut Rng) -> u64 {
-        let bits = rng.next_u64();
-        let arbitrary = rng.below(16) == 0;
+    /// The layout of a float kind: exponent bits and mantissa bits. `None` for integers.
+    const fn float_format(self) -> Option<(u32, u32)> {
         match self {
-            ValueKind::F16 if !arbitrary => f16::from_f32(mixed_f32(rng, 12)).to_bits() as u64,
-            ValueKind::BF16 if !arbitrary => bf16::from_f32(mixed_f32(rng, 30)).to_bits() as u64,
-            ValueKind::F32 if !arbitrary => mixed_f32(rng, 30).to_bits() as u64,
-            ValueKind::F64 if !arbitrary => (mixed_f32(rng, 60) as f64 * 1.000_000_1).to_bits(),
-            _ => bits & mask(self.size()),
+            ValueKind::F16 => Some((5, 10)),
+            ValueKind::BF16 => Some((8, 7)),
+            ValueKind::F32 => Some((8, 23)),
+            ValueKind::F64 => Some((11, 52)),
+            _ => None,
         }
     }
 
-    /// `n` values: the edge values first (cycled with a per-input phase so that different
-    /// inputs pair different edges), then random values.
-    pub fn generate(self, n: usize, phase: usize, rng: &mut Rng) -> Vec<u8> {
-        let edges = self.edges();
-        let edge_count = (edges.len() * 4).min(n / 2);
+    /// The groups a proof draws, one per cube (a plane, a tile): every edge group of the kind,
+    /// then `8 · depth` realistic and `4 · depth` wide random groups. See [`Group`].
+    pub fn groups(self, depth: u32) -> Vec<Group> {
+        let depth = depth.max(1) as usize;
+        let (edges, realistic, wide): (&[Group], Group, Group) = if self.is_float() {
+            (Group::FLOAT_EDGES, Group::Realistic, Group::Wide)
+        } else {
+            (Group::INT_EDGES, Group::Random, Group::Small)
+        };
+        let mut groups = edges.to_vec();
+        groups.extend(std::iter::repeat_n(realistic, 8 * depth));
+        groups.extend(std::iter::repeat_n(wide, 4 * depth));
+        groups
+    }
+
+    /// The group of this kind that cube `cube` of a proof holds, when the proof draws
+    /// `edge_cubes` cubes of edge groups (the most any of its inputs has) and then random ones:
+    /// inputs of different kinds agree on which cubes are random.
+    pub fn group_at(self, cube: usize, edge_cubes: usize) -> Group {
+        let edges = if self.is_float() { Group::FLOAT_EDGES } else { Group::INT_EDGES };
+        let random = |i: usize| match (self.is_float(), i % 3 == 2) {
+            (true, false) => Group::Realistic,
+            (true, true) => Group::Wide,
+            (false, false) => Group::Random,
+            (false, true) => Group::Small,
+        };
+        match cube {
+            c if c < edges.len() => edges[c],
+            c if c < edge_cubes => random(c),
+            c => random(c - edge_cubes),
+        }
+    }
+
+    /// `n` values of `group` as little-endian bytes. `phase` (the input's position) rotates
+    /// the edge values, so that the inputs of a lane-wise island pair different edges.
+    pub fn fill(self, group: Group, n: usize, phase: usize, rng: &mut Rng) -> Vec<u8> {
         let mut out = Vec::with_capacity(n * self.size());
+        let mut previous = 0;
         for i in 0..n {
-            let bits = if i < edge_count {
-                edges[(i + phase * (i / edges.len() + 1)) % edges.len()]
-            } else {
-                self.random(rng)
+            let bits = match self.float_format() {
+                // Neighbours cancel exactly: x, -x, y, -y, …
+                Some((e, m)) if group == Group::Cancellation && i % 2 == 1 => previous ^ (1u64 << (e + m)),
+                _ => self.value_in(group, i, phase, rng),
             };
+            previous = bits;
             out.extend_from_slice(&bits.to_le_bytes()[..self.size()]);
         }
         out
     }
 
-    /// `n` values that are small integers (-8..=8), as this kind: for floats, products and sums
-    /// of these are exact in any order.
-    pub fn generate_small_integers(self, n: usize, rng: &mut Rng) -> Vec<u8> {
-        let mut out = Vec::with_capacity(n * self.size());
-        for _ in 0..n {
-            let v = rng.below(17) as i64 - 8;
-            let bits = match self {
-                ValueKind::F16 => f16::from_f32(v as f32).to_bits() as u64,
-                ValueKind::BF16 => bf16::from_f32(v as f32).to_bits() as u64,
-                ValueKind::F32 => (v as f32).to_bits() as u64,
-                ValueKind::F64 => (v as f64).to_bits(),
-                _ => v as u64 & mask(self.size()),
-            };
-            out.extend_from_slice(&bits.to_le_bytes()[..self.size()]);
+    /// `bytes` (values of this kind) with every float's sign cleared: the magnitudes whose
+    /// accumulation bounds an [`crate::Contract::Accumulation`]. Integers are left as they are.
+    pub fn magnitudes(self, bytes: &[u8]) -> Vec<u8> {
+        let Some((e, m)) = self.float_format() else { return bytes.to_vec() };
+        let size = self.size();
+        let mut out = bytes.to_vec();
+        for i in 0..bytes.len() / size {
+            let bits = self.bits_at(bytes, i) & !(1u64 << (e + m));
+            out[i * size..(i + 1) * size].copy_from_slice(&bits.to_le_bytes()[..size]);
         }
         out
+    }
+
+    /// The unit roundoff of a float kind (2^-24 for f32); 0 for integers.
+    pub fn unit_roundoff(self) -> f64 {
+        self.float_format().map_or(0.0, |(_, m)| 2f64.powi(-(m as i32) - 1))
+    }
+
+    /// Value `i` of a group, as raw bits.
+    fn value_in(self, group: Group, i: usize, phase: usize, rng: &mut Rng) -> u64 {
+        let Some((e, m)) = self.float_format() else {
+            return self.int_value_in(group, i, phase, rng);
+        };
+        let bias = (1u64 << (e - 1)) - 1;
+        let max_exp = (1u64 << e) - 1;
+        let mantissa = |rng: &mut Rng| rng.next_u64() & ((1u64 << m) - 1);
+        let sign = |rng: &mut Rng| rng.below(2) == 1;
+        let make = |neg: bool, exp: u64, mant: u64| ((neg as u64) << (e + m)) | (exp << m) | mant;
+        // A normal number of random sign and mantissa, its exponent within `spread` of 1.0.
+        let normal = |rng: &mut Rng, spread: u64| {
+            let exp = bias - spread + rng.below(2 * spread + 1);
+            make(sign(rng), exp, mantissa(rng))
+        };
+        match group {
+            Group::Edges => {
+                let edges: Vec<u64> = self.edges().into_iter().filter(|&b| self.is_finite(b)).collect();
+                edges[(i + phase * (i / edges.len() + 1)) % edges.len()]
+            }
+            Group::NegZeros => make(true, 0, 0),
+            Group::SignedZeros => make(sign(rng), 0, 0),
+            Group::Subnormals => {
+                // Small enough that a sum over a whole cube stays subnormal.
+                let top = (1u64 << m).div_ceil(64).max(2);
+                make(sign(rng), 0, 1 + rng.below(top - 1))
+            }
+            Group::Overflow => make(sign(rng), max_exp - 1, mantissa(rng)),
+            // The partner of each value (x, -x) is made by `fill`.
+            Group::Cancellation => normal(rng, 3),
+            Group::Halfway => {
+                // One value B in four, the rest exactly half an ulp of B: every B + half is a
+                // rounding tie, and the sum depends on the order of the additions.
+                let exp = bias + rng.below(3);
+                if i % 4 == 0 { make(false, exp, 0) } else { make(false, exp - u64::from(m) - 1, 0) }
+            }
+            Group::NaNs => make(sign(rng), max_exp, 1 + rng.below((1u64 << m) - 1)),
+            Group::Infinities => match rng.below(3) {
+                0 => make(false, max_exp, 0),
+                1 => make(true, max_exp, 0),
+                _ => normal(rng, 3),
+            },
+            Group::Realistic => normal(rng, 3),
+            Group::Wide => normal(rng, (bias - 2).min(30)),
+            Group::Arbitrary | Group::Random => rng.next_u64() & mask(self.size()),
+            Group::Extremes | Group::Small => self.int_value_in(group, i, phase, rng),
+        }
+    }
+
+    fn int_value_in(self, group: Group, i: usize, phase: usize, rng: &mut Rng) -> u64 {
+        let size = self.size();
+        let bits = 8 * size as u32;
+        let signed = matches!(self, ValueKind::I8 | ValueKind::I16 | ValueKind::I32 | ValueKind::I64);
+        let (min, max) = if signed { (1u64 << (bits - 1), mask(size) >> 1) } else { (0, mask(size)) };
+        match group {
+            Group::Edges => {
+                let edges = self.edges();
+                edges[(i + phase * (i / edges.len() + 1)) % edges.len()]
+            }
+            Group::Extremes => {
+                let mut choices = vec![min, max, min.wrapping_add(1) & mask(size), max.wrapping_sub(1), mask(size)];
+                if size == 4 {
+                    // Every byte i8::MIN or i8::MAX: products of packed bytes at their extremes.
+                    choices.extend([0x8080_8080, 0x7f7f_7f7f, 0x8181_8181]);
+                }
+                choices[rng.below(choices.len() as u64) as usize]
+            }
+            Group::Small => (rng.below(17) as i64 - 8) as u64 & mask(size),
+            _ => rng.next_u64() & mask(size),
+        }
+    }
+
+    /// Whether raw bits are a finite value (every integer is).
+    pub fn is_finite(self, bits: u64) -> bool {
+        match self.float_format() {
+            None => true,
+            Some((e, m)) => (bits >> m) & ((1 << e) - 1) != (1 << e) - 1,
+        }
     }
 
     /// The element at `index` of `bytes`, as raw bits.
@@ -304,12 +416,86 @@ fn mask(size: usize) -> u64 {
     if size == 8 { u64::MAX } else { (1u64 << (size * 8)) - 1 }
 }
 
-/// A float with a random sign, a random full mantissa and an exponent in `-spread..spread`.
-fn mixed_f32(rng: &mut Rng, spread: i32) -> f32 {
-    let sign = if rng.below(2) == 0 { 1.0 } else { -1.0 };
-    let mantissa = 1.0 + (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-    let exp = rng.below((2 * spread) as u64) as i32 - spread;
-    sign * mantissa * 2f32.powi(exp)
+/// What the inputs of one cube of a proof hold. A cube is the unit of every reduction an island
+/// can perform (a plane, a tile, a shared-memory tree), so each group decides the compared
+/// result on its own: an edge case is never drowned by a NaN or an infinity next to it, and a
+/// random group has values close enough in magnitude for the order of additions to show.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    /// The kind's finite edge values cycled, rotated per input (floats: ±0, subnormals, the
+    /// smallest normal, MAX, ±1; integers: MIN, MAX, 0, ±1, packed-byte patterns).
+    Edges,
+    /// Every value −0.0: a result must keep the sign of zero.
+    NegZeros,
+    /// +0.0 and −0.0 at random.
+    SignedZeros,
+    /// Small subnormals of both signs, whose sums stay subnormal: flushing shows.
+    Subnormals,
+    /// Values of the largest finite binade and both signs: whether a sum overflows depends on
+    /// its order.
+    Overflow,
+    /// Pairs `x, −x` side by side: exact cancellation to +0 in the defining order, a residue in
+    /// most others.
+    Cancellation,
+    /// One value `B` in four, the rest exactly half an ulp of `B`: rounding ties.
+    Halfway,
+    /// NaNs only, quiet and signalling, with payloads: a NaN must stay a NaN.
+    NaNs,
+    /// +inf, −inf and finite values.
+    Infinities,
+    /// Arbitrary bit patterns.
+    Arbitrary,
+    /// Random sign and mantissa, exponents within ±3 binades of 1: realistic data, rounding
+    /// in every operation.
+    Realistic,
+    /// Random sign and mantissa over ±30 binades (±13 for f16).
+    Wide,
+    /// Integers: MIN, MAX, their neighbours, −1, and (32-bit) every byte at `i8::MIN`/`i8::MAX`.
+    Extremes,
+    /// Integers: uniform over the type.
+    Random,
+    /// Integers: −8..=8.
+    Small,
+}
+
+impl Group {
+    /// The edge groups of a float input, in cube order.
+    pub const FLOAT_EDGES: &[Group] = &[
+        Group::Edges,
+        Group::NegZeros,
+        Group::SignedZeros,
+        Group::Subnormals,
+        Group::Overflow,
+        Group::Cancellation,
+        Group::Halfway,
+        Group::NaNs,
+        Group::Infinities,
+        Group::Arbitrary,
+    ];
+    /// The edge groups of an integer input, in cube order.
+    pub const INT_EDGES: &[Group] = &[Group::Edges, Group::Extremes];
+
+    /// The group's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Edges => "edge values",
+            Group::NegZeros => "all -0.0",
+            Group::SignedZeros => "±0.0",
+            Group::Subnormals => "subnormals",
+            Group::Overflow => "near MAX, both signs",
+            Group::Cancellation => "x, -x pairs",
+            Group::Halfway => "rounding ties",
+            Group::NaNs => "NaNs with payloads",
+            Group::Infinities => "±inf and finite",
+            Group::Arbitrary => "arbitrary bits",
+            Group::Realistic => "random, ±3 binades",
+            Group::Wide => "random, wide",
+            Group::Extremes => "MIN/MAX extremes",
+            Group::Random => "random",
+            Group::Small => "small integers",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -317,13 +503,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn edges_come_first_and_replay() {
-        let a = ValueKind::I32.generate(64, 0, &mut Rng::new(7));
-        let b = ValueKind::I32.generate(64, 0, &mut Rng::new(7));
-        assert_eq!(a, b);
+    fn groups_replay_and_random_groups_follow_the_seed() {
+        let a = ValueKind::I32.fill(Group::Edges, 64, 0, &mut Rng::new(7));
+        assert_eq!(a, ValueKind::I32.fill(Group::Edges, 64, 0, &mut Rng::new(7)));
         assert_eq!(ValueKind::I32.bits_at(&a, 0), 0x8000_0000);
-        let c = ValueKind::I32.generate(64, 0, &mut Rng::new(8));
-        assert_ne!(a, c, "a different seed must change the random tail");
+        let r = ValueKind::F32.fill(Group::Realistic, 64, 0, &mut Rng::new(7));
+        assert_ne!(r, ValueKind::F32.fill(Group::Realistic, 64, 0, &mut Rng::new(8)));
+    }
+
+    /// Each edge group holds what its name says, for every float kind, and nothing that would
+    /// mask it (a NaN or an infinity outside the groups about them).
+    #[test]
+    fn float_groups_hold_what_they_promise() {
+        for kind in [ValueKind::F16, ValueKind::BF16, ValueKind::F32, ValueKind::F64] {
+            for &group in Group::FLOAT_EDGES.iter().chain(&[Group::Realistic, Group::Wide]) {
+                let bytes = kind.fill(group, 64, 1, &mut Rng::new(3));
+                let values: Vec<f64> = (0..64).map(|i| kind.as_f64(kind.bits_at(&bytes, i))).collect();
+                let special = values.iter().any(|v| !v.is_finite());
+                match group {
+                    Group::NaNs => assert!(values.iter().all(|v| v.is_nan()), "{kind} {group:?}"),
+                    Group::Infinities => assert!(values.iter().any(|v| v.is_infinite()), "{kind} {group:?}"),
+                    Group::Arbitrary => {}
+                    _ => assert!(!special, "{kind} {group:?} holds a NaN or an infinity: {values:?}"),
+                }
+                match group {
+                    Group::NegZeros => assert!(values.iter().all(|v| *v == 0.0 && v.is_sign_negative())),
+                    Group::Subnormals => {
+                        let sum: f64 = values.iter().map(|v| v.abs()).sum();
+                        let min_normal = kind.as_f64(kind.edges()[9]);
+                        assert!(values.iter().all(|v| *v != 0.0) && sum < min_normal, "{kind}: {sum} ≥ {min_normal}");
+                    }
+                    Group::Cancellation => assert!(values.chunks(2).all(|p| p[0] == -p[1] && p[0] != 0.0)),
+                    Group::Overflow => assert!(values.iter().all(|v| v.abs() * 2.0 > kind.as_f64(kind.edges()[10]))),
+                    Group::Realistic => assert!(values.iter().all(|v| (0.125..16.0).contains(&v.abs()))),
+                    _ => {}
+                }
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod conformance;
+pub mod independence;
 pub mod lowering;
 pub mod registry_scan;
 
@@ -25,8 +26,9 @@ use island_runtime::ArmEntry;
 use island_runtime::proof::{self, ProofOptions, ProofRun, Verdict};
 use island_runtime::registry;
 use island_runtime::runtimes::RuntimeName;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, OnceLock};
+
 
 /// The CPU client every proof runs on, opened once.
 pub fn cpu() -> Result<cubecl::prelude::Client, String> {
@@ -36,39 +38,60 @@ pub fn cpu() -> Result<cubecl::prelude::Client, String> {
 
 use island_runtime::__private::cubecl;
 
-/// Whether an unproven arm may pass as ignored (`ISLANDS_ALLOW_UNPROVEN=1`) rather than fail.
-fn allow_unproven() -> bool {
-    std::env::var_os("ISLANDS_ALLOW_UNPROVEN").is_some_and(|v| v == "1")
+/// Whether an unproven arm is reported as an ignored trial (`ISLANDS_ALLOW_UNPROVEN=1`) rather
+/// than a failure. Any other value than `0` or `1` is an error.
+fn allow_unproven() -> Result<bool, String> {
+    match std::env::var("ISLANDS_ALLOW_UNPROVEN").as_deref() {
+        Err(_) | Ok("") | Ok("0") => Ok(false),
+        Ok("1") => Ok(true),
+        Ok(other) => Err(format!("ISLANDS_ALLOW_UNPROVEN=`{other}`: expected 0 or 1")),
+    }
+}
+
+/// The proof settings of this process (`ISLANDS_SEED`, `ISLANDS_LANES`, `ISLANDS_DEPTH`), or
+/// one failing trial that says which value is wrong.
+pub fn options() -> Result<Arc<ProofOptions>, Vec<Trial>> {
+    ProofOptions::from_env().map(Arc::new).map_err(|e| {
+        vec![Trial::test("environment::proof_settings", move || Err(e.into())).with_kind("environment")]
+    })
 }
 
 /// One trial per registered arm of the crates named (every crate when `crates` is empty).
 pub fn proof_trials(crates: &[&str]) -> Vec<Trial> {
-    let options = Arc::new(ProofOptions::default());
+    let options = match options() {
+        Ok(o) => o,
+        Err(trials) => return trials,
+    };
+    eprintln!("islands: proof seed {:#x}, depth {} (ISLANDS_SEED, ISLANDS_DEPTH)", options.seed, options.depth);
     registry::arms()
         .iter()
         .filter(|e| crates.is_empty() || crates.contains(&e.krate))
         .map(|&entry| {
             let options = options.clone();
-            let kind = if entry.expect == island_runtime::Expect::Mismatch { "negative" } else { "proof" };
-            Trial::test(entry.name(), move || prove_trial(entry, &options)).with_kind(kind)
+            let kind = if entry.expect == island_runtime::Expect::Equal { "proof" } else { "negative" };
+            Trial::ignorable_test(entry.name(), move || prove_trial(entry, &options)).with_kind(kind)
         })
         .collect()
 }
 
-fn prove_trial(entry: &'static ArmEntry, options: &ProofOptions) -> Result<(), Failed> {
+fn prove_trial(entry: &'static ArmEntry, options: &ProofOptions) -> Result<Completion, Failed> {
     let client = cpu().map_err(Failed::from)?;
     let runs = proof::prove(entry, &client, options);
     verdict(entry, &runs)
 }
 
-/// What every mismatch report names: island, arm, the runtime that executed, the first
+/// What every mismatch report names: island, arm, the runtimes that executed, the first
 /// differing index, both values in hex, the seed.
-pub const REPORT_FIELDS: &[&str] =
-    &["island `", "arm `", "executed on: arm = `", "first differing index", "arm       = 0x", "default   = 0x", "seed 0x"];
+pub const REPORT_FIELDS: &[&str] = &["island `", "arm `", "executed on: ", "first differing index", " = 0x", "seed 0x"];
 
-/// Turns the runs of one arm into a test result: every run must meet its expectation.
-pub fn verdict(entry: &ArmEntry, runs: &[ProofRun]) -> Result<(), Failed> {
+/// Turns the runs of one arm into a test result: every run must meet its expectation. A run
+/// that compared nothing is never a pass: unproven runs fail (or, with
+/// `ISLANDS_ALLOW_UNPROVEN=1`, make the trial ignored with their reason), and an arm that is the
+/// same program as `default` on the CPU is ignored as "device evidence only".
+pub fn verdict(entry: &ArmEntry, runs: &[ProofRun]) -> Result<Completion, Failed> {
+    let allow_unproven = allow_unproven()?;
     let mut failures = Vec::new();
+    let mut ignored = Vec::new();
     for run in runs {
         if run.passed() && run.expect == island_runtime::Expect::Mismatch {
             // A caught bug must also be reported the way a real one would be.
@@ -82,16 +105,26 @@ pub fn verdict(entry: &ArmEntry, runs: &[ProofRun]) -> Result<(), Failed> {
         if run.passed() {
             continue;
         }
-        if matches!(run.verdict, Verdict::Unproven { .. }) && allow_unproven() {
-            continue;
+        match &run.verdict {
+            Verdict::Unproven { reason } if allow_unproven => {
+                ignored.push(format!("unproven on {}: {reason}", run.profile));
+                continue;
+            }
+            Verdict::DeviceEvidenceOnly { reason } => {
+                ignored.push(format!("device evidence only: {reason}"));
+                continue;
+            }
+            _ => {}
         }
         let detail = run.detail().unwrap_or("the negative fixture was proven equal: the proof cannot fail");
         failures.push(format!("[{}] {} on `{}`:\n{detail}", run.verdict_word(), run.profile, run.executed_on));
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
+    if !failures.is_empty() {
         Err(format!("{} at {}\n{}", entry.name(), entry.location(), failures.join("\n\n")).into())
+    } else if !ignored.is_empty() {
+        Ok(Completion::ignored_with(ignored.join("; ")))
+    } else {
+        Ok(Completion::Completed)
     }
 }
 
@@ -106,6 +139,14 @@ pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
     .with_kind("registry")];
     for (krate, dir) in sources {
         let (krate, dir) = (*krate, dir.clone());
+        let (scanned, for_intrinsics) = (dir.clone(), dir.clone());
+        trials.push(
+            Trial::test(format!("registry::{krate}::defaults_are_independent_of_emulation"), move || {
+                let found = independence::violations(std::path::Path::new(&scanned)).map_err(Failed::from)?;
+                if found.is_empty() { Ok(()) } else { Err(found.join("\n").into()) }
+            })
+            .with_kind("registry"),
+        );
         trials.push(
             Trial::test(format!("registry::{krate}::every_written_arm_is_registered"), move || {
                 let written = registry_scan::count_arms(std::path::Path::new(&dir)).map_err(Failed::from)?;
@@ -121,16 +162,46 @@ pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
             })
             .with_kind("registry"),
         );
+        let scanned = for_intrinsics;
+        trials.push(
+            Trial::test(format!("registry::{krate}::every_written_intrinsic_is_registered"), move || {
+                let written = registry_scan::count_intrinsics(std::path::Path::new(&scanned)).map_err(Failed::from)?;
+                let registered = island_runtime::intrinsic::intrinsics().iter().filter(|i| i.krate == krate).count();
+                if written == registered {
+                    Ok(())
+                } else {
+                    Err(format!("{krate}: {written} intrinsics registered in {scanned}, {registered} in the table").into())
+                }
+            })
+            .with_kind("registry"),
+        );
     }
     trials
 }
 
 /// The device runtimes this build checks conformance on: those its features include
-/// (`vulkan`, `cuda`), unless `ISLANDS_CONFORMANCE` lists others (`none` for none).
-pub fn conformance_runtimes() -> Vec<RuntimeName> {
+/// (`vulkan`, `cuda`), unless `ISLANDS_CONFORMANCE` lists others (`none` for none). A name that
+/// is no runtime is an error, not a runtime silently left out.
+pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, String> {
     match std::env::var("ISLANDS_CONFORMANCE") {
-        Ok(list) => list.split(',').filter_map(|s| RuntimeName::parse(s.trim())).collect(),
-        Err(_) => [RuntimeName::Vulkan, RuntimeName::Cuda].into_iter().filter(|r| r.built()).collect(),
+        Ok(list) if list.trim() == "none" => Ok(Vec::new()),
+        Ok(list) => list
+            .split(',')
+            .map(|s| {
+                RuntimeName::parse(s.trim())
+                    .filter(|r| *r != RuntimeName::Cpu)
+                    .ok_or_else(|| format!("ISLANDS_CONFORMANCE names `{}`, which is no device runtime (vulkan, wgsl, cuda, or none)", s.trim()))
+            })
+            .collect(),
+        Err(_) => Ok([RuntimeName::Vulkan, RuntimeName::Cuda].into_iter().filter(|r| r.built()).collect()),
+    }
+}
+
+/// The conformance trials of every runtime [`conformance_runtimes`] names, for `crates`.
+pub fn conformance_trials(crates: &[&str]) -> Vec<Trial> {
+    match conformance_runtimes() {
+        Ok(runtimes) => runtimes.into_iter().flat_map(|r| conformance::trials(r, crates)).collect(),
+        Err(e) => vec![Trial::test("environment::conformance_runtimes", move || Err(e.into())).with_kind("environment")],
     }
 }
 
@@ -148,8 +219,6 @@ pub fn main(krate: &'static str, sources: String) -> ! {
     let mut trials = proof_trials(&[krate]);
     trials.extend(registry_trials(&[(krate, sources)]));
     trials.extend(lowering::trials(&[krate]));
-    for runtime in conformance_runtimes() {
-        trials.extend(conformance::trials(runtime, &[krate]));
-    }
+    trials.extend(conformance_trials(&[krate]));
     run(trials)
 }

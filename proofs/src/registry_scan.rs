@@ -1,11 +1,21 @@
-//! Counts the accelerated arms written in source files, independently of the macro, to check
-//! that the registry holds every one of them.
+//! Counts the accelerated arms and the intrinsics written in source files, independently of the
+//! macros, to check that the registries hold every one of them.
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use std::path::Path;
 
 /// Accelerated arms of every `island!` in the `.rs` files under `dir`, nested ones included.
 pub fn count_arms(dir: &Path) -> Result<usize, String> {
+    count_with(dir, count_in)
+}
+
+/// Intrinsics registered in the `.rs` files under `dir`: `register_intrinsic! { … }` invocations
+/// and `#[intrinsic(…)]` / `#[island_runtime::intrinsic(…)]` attributes.
+pub fn count_intrinsics(dir: &Path) -> Result<usize, String> {
+    count_with(dir, intrinsics_in)
+}
+
+fn count_with(dir: &Path, count_in: fn(TokenStream) -> usize) -> Result<usize, String> {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(path) = stack.pop() {
@@ -23,6 +33,39 @@ pub fn count_arms(dir: &Path) -> Result<usize, String> {
         }
     }
     Ok(total)
+}
+
+/// Intrinsic registrations in a token stream.
+pub fn intrinsics_in(tokens: TokenStream) -> usize {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut total = 0;
+    for (i, tt) in tokens.iter().enumerate() {
+        match tt {
+            TokenTree::Ident(id) if id == "register_intrinsic" => {
+                let bang = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
+                let body = matches!(tokens.get(i + 2), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace);
+                total += usize::from(bang && body);
+            }
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket => {
+                let is_attr = i >= 1 && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '#');
+                let path: Vec<String> = g
+                    .stream()
+                    .into_iter()
+                    .take_while(|t| !matches!(t, TokenTree::Group(_)))
+                    .filter_map(|t| match t {
+                        TokenTree::Ident(id) => Some(id.to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                let named = matches!(path.as_slice(), [last] | [_, last] if last == "intrinsic");
+                total += usize::from(is_attr && named);
+                total += intrinsics_in(g.stream());
+            }
+            TokenTree::Group(g) => total += intrinsics_in(g.stream()),
+            _ => {}
+        }
+    }
+    total
 }
 
 /// Arms in every `island! { … }` of a token stream.
@@ -68,5 +111,13 @@ mod tests {
     fn counts_nested_and_skips_default() {
         let src = "fn f() { let x = island! { cuda | hip if sm >= 61 => a(island!{ vulkan => 1, default => 2 }), metal => { b }, default => c }; }";
         assert_eq!(count_in(src.parse().unwrap()), 3);
+    }
+
+    #[test]
+    fn counts_both_ways_of_registering_an_intrinsic() {
+        let src = "register_intrinsic! { name: \"a\" } island_runtime::register_intrinsic! { name: \"b\" }
+                   #[island_runtime::intrinsic(name = \"c\")] mod c {} #[intrinsic(name = \"d\")] mod d {}
+                   #[cube] fn e() {} macro_rules! register_intrinsic { () => {} }";
+        assert_eq!(intrinsics_in(src.parse().unwrap()), 4);
     }
 }

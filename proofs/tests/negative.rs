@@ -45,7 +45,7 @@ fn reversed_butterfly(value: f32, #[comptime] target: Target) -> f32 {
 #[cube]
 pub fn wrong_lane_pairing(value: f32, #[comptime] target: Target) -> f32 {
     island! {
-        proof(value: f32) -> f32, cube_dim = 32;
+        proof(value: f32) -> f32, cube_dim = 64;
         cuda => reversed_butterfly(value, target),
         default => portable::tree_sum::<f32>(value, 32u32),
     }
@@ -94,5 +94,211 @@ pub fn off_by_one_vector(src: &[Vector<i32, Const<4>>], index: usize, #[comptime
         proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
         cuda => island_intrinsics::stream::load_x4(src, (index + 1) % 64, target),
         default => src[index],
+    }
+}
+
+// ---- Planted bugs of every class the proofs must catch. Each arm is wrong in one way a real
+// ---- arm, emulation or default could be; the edge groups and random groups decide each one.
+
+/// A plane sum that flushes a subnormal result to zero (what a GPU's FTZ mode does).
+#[cube]
+fn flushing_sum(v: f32, #[comptime] target: Target) -> f32 {
+    let s = plane::sum::<f32>(v, target);
+    if s.abs() < 1.17549435e-38f32 { 0.0f32 } else { s }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn flush_to_zero(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda if plane == 32 => flushing_sum(v, target),
+        default => portable::tree_sum::<f32>(v, 32u32),
+    }
+}
+
+/// `x + 0.0` turns −0.0 into +0.0: the sign of a zero sum is lost.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn lost_negative_zero(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda if plane == 32 => plane::sum::<f32>(v, target) + 0.0f32,
+        default => portable::tree_sum::<f32>(v, 32u32),
+    }
+}
+
+/// An emulation that reduces its gathered plane left to right: a valid order, not the
+/// butterfly the hardware has.
+#[cube]
+fn left_fold_emulation(value: f32, #[comptime] width: u32) -> f32 {
+    let lanes = island_runtime::emulation::gather::<f32>(value, width);
+    let mut s = lanes[0];
+    #[unroll]
+    for i in 1..width as usize {
+        s += lanes[i];
+    }
+    s
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn emulation_in_another_order(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda if plane == 32 => left_fold_emulation(v, 32u32),
+        default => portable::tree_sum::<f32>(v, 32u32),
+    }
+}
+
+/// A `default` that sums its group left to right while the arm is the butterfly: a default in
+/// another valid order.
+#[cube]
+fn left_fold_default(value: f32) -> f32 {
+    let mut slots = Shared::<[f32]>::new_slice(1024usize);
+    slots[UNIT_POS as usize] = value;
+    sync_cube();
+    let first = (UNIT_POS / 32 * 32) as usize;
+    let mut s = slots[first];
+    for i in 1..32usize {
+        s += slots[first + i];
+    }
+    sync_cube();
+    s
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn default_in_another_order(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda if plane == 32 => plane::sum::<f32>(v, target),
+        default => left_fold_default(v),
+    }
+}
+
+/// A plane maximum whose NaN becomes a number (an ordered comparison that drops it).
+#[cube]
+fn nan_dropping_max(v: f32, #[comptime] target: Target) -> f32 {
+    let m = plane::max::<f32>(v, target);
+    if m == m { m } else { 0.0f32 }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn nan_becomes_number(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda if plane == 32 => nan_dropping_max(v, target),
+        default => portable::tree_max::<f32>(v, 32u32),
+    }
+}
+
+/// An accumulator update that skips one element of each cube.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn unwritten_lane(acc: &mut [i32], #[comptime] target: Target) {
+    island! {
+        proof(acc: &mut [i32; 64]), cube_dim = 64;
+        cuda => {
+            if UNIT_POS != 37 {
+                acc[UNIT_POS as usize] = plane::sum::<i32>(acc[UNIT_POS as usize], target);
+            }
+        },
+        default => {
+            acc[UNIT_POS as usize] = portable::tree_sum::<i32>(acc[UNIT_POS as usize], 32u32);
+        },
+    }
+}
+
+/// The integer tile, with the incoming accumulator dropped (`c = a·b` instead of `c += a·b`).
+#[cube]
+fn tile_dropping_acc(a: &[i8], b: &[i8], c: &mut [i32]) {
+    let lane = UNIT_POS % 32;
+    #[unroll]
+    for j in 0..8u32 {
+        let e = lane * 8 + j;
+        let (row, col) = (e / 16, e % 16);
+        let mut sum = 0i32;
+        for k in 0..16u32 {
+            sum += i32::cast_from(a[(row * 16 + k) as usize]) * i32::cast_from(b[(k * 16 + col) as usize]);
+        }
+        c[e as usize] = sum;
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn dropped_accumulator(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[i8; 256], b: &[i8; 256], c: &mut [i32; 256]), cube_dim = 32;
+        cuda if cmma(i8, i8, i32, 16, 16, 16) => tile_dropping_acc(a, b, c),
+        default => gemm_tile_scalar(a, b, c),
+    }
+}
+
+/// The f16 tile accumulated in f16: within the tensor-core tolerance on small integers, far
+/// outside it on real data.
+#[cube]
+fn tile_f16_accumulating_in_f16(a: &[half::f16], b: &[half::f16], c: &mut [f32]) {
+    let lane = UNIT_POS % 32;
+    #[unroll]
+    for j in 0..8u32 {
+        let e = lane * 8 + j;
+        let (row, col) = (e / 16, e % 16);
+        let mut sum = c[e as usize];
+        for k in 0..16u32 {
+            let product = f32::cast_from(a[(row * 16 + k) as usize]) * f32::cast_from(b[(k * 16 + col) as usize]);
+            // Every partial sum rounded to f16, as an f16 accumulator holds it.
+            sum = f32::cast_from(half::f16::cast_from(sum + product));
+        }
+        c[e as usize] = sum;
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn f16_accumulating_tile(a: &[half::f16], b: &[half::f16], c: &mut [f32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[half::f16; 256], b: &[half::f16; 256], c: &mut [f32; 256]), cube_dim = 32,
+            contract = accumulation(32, "the f16 tile's contract, as in island_intrinsics::checks::mma_f16");
+        cuda if cmma(f16, f16, f32, 16, 16, 16) => tile_f16_accumulating_in_f16(a, b, c),
+        default => mma::tile_f16(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
+    }
+}
+
+/// A native plane sum in the reverse butterfly order (xor width/2 first) behind a correct
+/// emulation: the CPU proof holds, and conformance on a device must catch the native code.
+#[cube]
+fn reversed_native_sum(v: f32, #[comptime] target: Target) -> f32 {
+    if target.is_native() {
+        let mut s = v;
+        #[unroll]
+        for level in 0..comptime!(target.plane().trailing_zeros()) {
+            s += plane_shuffle_xor(s, comptime!(target.plane() >> (level + 1)));
+        }
+        s
+    } else {
+        plane::sum::<f32>(v, target)
+    }
+}
+
+#[islands(expect_native_mismatch)]
+#[cube]
+pub fn wrong_native_lowering_w8(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 16;
+        vulkan if plane == 8 => reversed_native_sum(v, target),
+        default => portable::tree_sum::<f32>(v, 8u32),
+    }
+}
+
+#[islands(expect_native_mismatch)]
+#[cube]
+pub fn wrong_native_lowering_w32(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda | vulkan if plane == 32 => reversed_native_sum(v, target),
+        default => portable::tree_sum::<f32>(v, 32u32),
     }
 }
