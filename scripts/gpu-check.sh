@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
-# Runs the device checks with an `islands` binary built with `--features cuda`, on a machine
-# with an NVIDIA GPU and CUDA 13 (NVRTC): conformance of every arm the GPU selects, the proofs
-# run on the GPU, the examples byte-compared with the CPU, and the benches.
+# Runs the device checks with an `islands` binary built with `--features cuda,vulkan`, on a
+# machine with an NVIDIA GPU, CUDA 13 (NVRTC) and NVIDIA's Vulkan driver: the float-semantics
+# probe, conformance of every arm the GPU selects plus the examples, on both drivers; then the
+# examples at full size and the benches on CUDA.
 #
-#   scripts/gpu-check.sh path/to/islands [log-dir]
+#   scripts/gpu-check.sh path/to/islands [log-dir] [quick]
 set -uo pipefail
 bin="$1"
 logs="${2:-gpu-logs}"
+mode="${3:-full}"
 mkdir -p "$logs"
 export CUDA_PATH="${CUDA_PATH:-/usr/local/cuda}"
 status=0
 run() {
   local name="$1"; shift
   echo "== islands $*" | tee "$logs/$name.txt"
-  "$bin" "$@" 2>&1 | tee -a "$logs/$name.txt"
+  timeout 400 "$bin" "$@" 2>&1 | tee -a "$logs/$name.txt"
   local rc=${PIPESTATUS[0]}
   echo "(exit $rc)" | tee -a "$logs/$name.txt"
   [ "$rc" = 0 ] || status=1
 }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$logs/gpu.txt"
-run conform conform --runtime cuda
-run prove-cuda prove --runtime cuda
-run example-q8 example q8-matvec --runtime cuda --rows 4096 --cols 14336 --cpu-rows 32
-run example-rmsnorm example rmsnorm --runtime cuda --rows 4096 --cols 4096 --cpu-rows 8
-run example-gemm example gemm-i8 --runtime cuda --rows 1024 --cols 1024 --cpu-rows 16
-run bench bench --runtime cuda --rounds 11
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; } | tee "$logs/gpu.txt"
+run probe-vulkan probe --runtime vulkan
+run probe-cuda probe --runtime cuda
+run conform-cuda conform --runtime cuda
+run conform-vulkan conform --runtime vulkan
+if [ "$mode" = full ]; then
+  run example-q8-vulkan example q8-matvec --runtime vulkan --rows 4096 --cols 14336 --cpu-rows 16
+  run example-rmsnorm-vulkan example rmsnorm --runtime vulkan --rows 256 --cols 4096 --cpu-rows 8
+  run example-q8 example q8-matvec --runtime cuda --rows 4096 --cols 14336 --cpu-rows 32
+  run example-rmsnorm example rmsnorm --runtime cuda --rows 4096 --cols 4096 --cpu-rows 8
+  run bench bench --runtime cuda --rounds 11
+fi
 exit $status
