@@ -51,7 +51,7 @@ enum Command {
         /// Lanes per run (more lanes, more random inputs, slower plane emulation on the CPU).
         #[arg(long)]
         lanes: Option<u32>,
-        /// Random groups per run: 8·depth realistic and 4·depth wide ones after the edge groups.
+        /// Random groups per run: 8·depth realistic and 2·depth wide ones after the edge groups.
         #[arg(long)]
         depth: Option<u32>,
         /// Base seed (decimal or 0x-hex); replays a reported failure.
@@ -400,7 +400,8 @@ fn prove(
 fn report(runs: &[ProofRun], json: bool, what: &str, seed: u64, allow_unproven: bool) -> ExitCode {
     let unproven = runs.iter().filter(|r| matches!(r.verdict, proof::Verdict::Unproven { .. })).count();
     let device_only = runs.iter().filter(|r| matches!(r.verdict, proof::Verdict::DeviceEvidenceOnly { .. })).count();
-    let failed = runs.iter().filter(|r| !r.passed()).count() - unproven - device_only;
+    let declined = runs.iter().filter(|r| matches!(r.verdict, proof::Verdict::Declined { .. })).count();
+    let failed = runs.iter().filter(|r| !r.passed()).count() - unproven - device_only - declined;
     if json {
         println!("{}", serde_json::to_string_pretty(runs).expect("plain data serialises"));
     } else {
@@ -426,10 +427,11 @@ fn report(runs: &[ProofRun], json: bool, what: &str, seed: u64, allow_unproven: 
             }
         }
         println!(
-            "\n{} runs, {what}: {} passed, {} failed, {} unproven, {} device evidence only (seed {seed:#x})",
+            "\n{} runs, {what}: {} passed, {} failed, {} declined, {} unproven, {} device evidence only (seed {seed:#x})",
             runs.len(),
-            runs.len() - failed - unproven - device_only,
+            runs.len() - failed - unproven - device_only - declined,
             failed,
+            declined,
             unproven,
             device_only,
         );

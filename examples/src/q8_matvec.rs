@@ -20,7 +20,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use crate::rows::{LANES, pairwise_sum, row_sum};
-use island_intrinsics::{dp4a, exact, ieee, plane, portable, stream};
+use island_intrinsics::{dp4a, exact, plane, portable, stream};
 use island_runtime::prelude::*;
 
 /// Values per quantization block.
@@ -167,10 +167,10 @@ fn quantize_body(
 }
 
 /// `a / b`, correctly rounded on every backend: the [`exact::div`] island with a tag, CUDA's
-/// `div.rn.f32` in the direct kernel.
+/// own `/` (`div.rn.f32`) in the direct kernel.
 #[cube]
 fn quotient(a: f32, b: f32, #[comptime] tag: Option<Target>) -> f32 {
-    if comptime!(tag.is_some()) { exact::div(a, b, comptime!(tag.unwrap())) } else { ieee::native_div(a, b) }
+    if comptime!(tag.is_some()) { exact::div(a, b, comptime!(tag.unwrap())) } else { a / b }
 }
 
 /// One block's contribution: `Σ_j dot(w_j, x_j)` over its 8 words, in word order.

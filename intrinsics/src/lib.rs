@@ -11,7 +11,6 @@
 pub mod checks;
 pub mod dp4a;
 pub mod exact;
-pub mod ieee;
 pub mod mma;
 pub mod plane;
 pub mod portable;
@@ -132,19 +131,19 @@ island_runtime::register_intrinsic! {
 }
 
 island_runtime::register_intrinsic! {
-    name: "ieee::div<f32>",
-    summary: "a / b in binary32, correctly rounded (round to nearest even)",
+    name: "exact::div<f32>",
+    summary: "a / b in binary32, correctly rounded (CUDA's `/` without fast math is div.rn.f32)",
     check: exact::div,
     lowerings: [
-        cuda => "div.rn.f32",
+        cuda => " / ",
     ],
 }
 
 island_runtime::register_intrinsic! {
-    name: "ieee::sqrt<f32>",
-    summary: "sqrt(x) in binary32, correctly rounded (round to nearest even)",
+    name: "exact::sqrt<f32>",
+    summary: "sqrt(x) in binary32, correctly rounded (CUDA's `sqrt` without fast math is sqrt.rn.f32)",
     check: exact::sqrt,
     lowerings: [
-        cuda => "sqrt.rn.f32",
+        cuda => "sqrt(",
     ],
 }

@@ -32,7 +32,7 @@ pub fn tree_sum<T: Numeric>(value: T, #[comptime] width: u32) -> T {
 }
 
 /// The maximum of `value` over each group of `width` consecutive units, received by every
-/// unit: the same exchange and tree as [`tree_sum`], each step `max(left, right)`.
+/// unit: the same exchange and tree as [`tree_sum`], each step [`max_signed_zero`].
 #[cube]
 pub fn tree_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
     let mut v = group_values::<T>(value, width);
@@ -40,10 +40,22 @@ pub fn tree_max<T: Numeric>(value: T, #[comptime] width: u32) -> T {
     for level in 0..comptime!(width.trailing_zeros()) {
         #[unroll]
         for j in 0..comptime!((width >> (level + 1)) as usize) {
-            v[j] = max(v[2 * j], v[2 * j + 1]);
+            v[j] = max_signed_zero::<T>(v[2 * j], v[2 * j + 1]);
         }
     }
     v[0]
+}
+
+/// `max(a, b)`, with +0.0 above −0.0 (IEEE 754-2019 `maximum` on zeros; what the plane maxima of
+/// CUDA and NVIDIA's Vulkan driver return). Either NaN: CubeCL's `max`.
+#[cube]
+pub fn max_signed_zero<T: Numeric>(a: T, b: T) -> T {
+    let mut m = max(a, b);
+    if a == b {
+        // Equal values differ at most in the sign of zero: (+0) + (−0) = +0, (−0) + (−0) = −0.
+        m = select(a == T::from_int(0), a + b, a);
+    }
+    m
 }
 
 /// The values of this unit's group of `width` consecutive units, in unit order.

@@ -75,12 +75,17 @@ pub enum Reduce {
     Max,
 }
 
-/// `a <op> b`, with `a` the left operand.
+/// `a <op> b`, with `a` the left operand. The maximum of +0.0 and −0.0 is +0.0 in either
+/// order, as CUDA's and NVIDIA Vulkan's plane maxima return it (measured on an H200); CubeCL's
+/// `max` leaves that tie to the backend.
 #[cube]
 pub fn combine<T: Numeric>(a: T, b: T, #[comptime] op: Reduce) -> T {
     match op {
         Reduce::Sum => a + b,
-        Reduce::Max => max(a, b),
+        Reduce::Max => {
+            let zero = T::from_int(0);
+            if a == zero && b == zero { a + b } else { max(a, b) }
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod bench;
 pub mod capability;
 pub mod contract;
+pub mod divergence;
 pub mod emulation;
 pub mod intrinsic;
 pub mod lowering;

@@ -8,7 +8,7 @@
 //! Inputs: per-lane scalars (`a: i32`) or per-cube slices (`a: &[i8; 256]`, `acc: &mut [i32; 256]`,
 //! the latter also compared as an output). Each cube holds one [`Group`] of values: the edge
 //! groups of the input's kind first (all −0.0, subnormals, ties, overflow, cancellation, NaNs, …),
-//! then `8 · depth` realistic and `4 · depth` wide random groups. The seed is printed with every
+//! then `8 · depth` realistic and `2 · depth` wide random groups. The seed is printed with every
 //! failure and replays it (`ISLANDS_SEED`).
 
 use crate::contract::Contract;
@@ -137,7 +137,7 @@ pub struct ProofOptions {
     /// Lanes per run at least, rounded up to whole cubes; the groups of [`ProofOptions::depth`]
     /// may ask for more. `None` takes the island's own `lanes = N`.
     pub lanes: Option<u32>,
-    /// Random groups per run: `8 · depth` realistic and `4 · depth` wide ones, after the edge
+    /// Random groups per run: `8 · depth` realistic and `2 · depth` wide ones, after the edge
     /// groups (at least 1).
     pub depth: u32,
 }
@@ -198,6 +198,9 @@ pub enum Verdict {
     /// emulation is the portable code itself): running both would compare a program with
     /// itself. Never counted as proven; the arm's evidence is its device conformance.
     DeviceEvidenceOnly { reason: String },
+    /// Differs on this device in a way measured and recorded in [`crate::divergence`]: the
+    /// arm is declined there. Never counted as proven.
+    Declined { report: String },
     /// The run itself failed (compilation, launch).
     Error { reason: String },
 }
@@ -245,6 +248,7 @@ impl ProofRun {
             (Verdict::Mismatch { .. }, Expect::Equal | Expect::NativeMismatch) => "MISMATCH",
             (Verdict::Unproven { .. }, _) => "unproven",
             (Verdict::DeviceEvidenceOnly { .. }, _) => "device evidence only",
+            (Verdict::Declined { .. }, _) => "declined",
             (Verdict::Error { .. }, _) => "ERROR",
         }
     }
@@ -253,7 +257,7 @@ impl ProofRun {
     pub fn detail(&self) -> Option<&str> {
         match &self.verdict {
             Verdict::Proven => None,
-            Verdict::Mismatch { report } => Some(report),
+            Verdict::Mismatch { report } | Verdict::Declined { report } => Some(report),
             Verdict::Unproven { reason } | Verdict::DeviceEvidenceOnly { reason } | Verdict::Error { reason } => {
                 Some(reason)
             }
@@ -385,6 +389,13 @@ pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options:
         }
     };
     run.expect = expect;
+    if let (Verdict::Mismatch { report }, Expect::Equal) = (&run.verdict, expect)
+        && let Some(d) = crate::divergence::known(&profile, entry.site.id)
+    {
+        run.verdict = Verdict::Declined {
+            report: format!("declined on this device: {}\n  measured: {}\n{report}", d.cause, d.measured),
+        };
+    }
     Some(run)
 }
 

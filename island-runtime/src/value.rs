@@ -192,7 +192,7 @@ impl ValueKind {
     }
 
     /// The groups a proof draws, one per cube (a plane, a tile): every edge group of the kind,
-    /// then `8 · depth` realistic and `4 · depth` wide random groups. See [`Group`].
+    /// then `8 · depth` realistic and `2 · depth` wide random groups. See [`Group`].
     pub fn groups(self, depth: u32) -> Vec<Group> {
         let depth = depth.max(1) as usize;
         let (edges, realistic, wide): (&[Group], Group, Group) = if self.is_float() {
@@ -202,7 +202,7 @@ impl ValueKind {
         };
         let mut groups = edges.to_vec();
         groups.extend(std::iter::repeat_n(realistic, 8 * depth));
-        groups.extend(std::iter::repeat_n(wide, 4 * depth));
+        groups.extend(std::iter::repeat_n(wide, 2 * depth));
         groups
     }
 
@@ -211,7 +211,7 @@ impl ValueKind {
     /// inputs of different kinds agree on which cubes are random.
     pub fn group_at(self, cube: usize, edge_cubes: usize) -> Group {
         let edges = if self.is_float() { Group::FLOAT_EDGES } else { Group::INT_EDGES };
-        let random = |i: usize| match (self.is_float(), i % 3 == 2) {
+        let random = |i: usize| match (self.is_float(), i % 5 == 4) {
             (true, false) => Group::Realistic,
             (true, true) => Group::Wide,
             (false, false) => Group::Random,

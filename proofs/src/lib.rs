@@ -114,6 +114,10 @@ pub fn verdict(entry: &ArmEntry, runs: &[ProofRun]) -> Result<Completion, Failed
                 ignored.push(format!("device evidence only: {reason}"));
                 continue;
             }
+            Verdict::Declined { report } => {
+                ignored.push(report.lines().take(2).collect::<Vec<_>>().join(" "));
+                continue;
+            }
             _ => {}
         }
         let detail = run.detail().unwrap_or("the negative fixture was proven equal: the proof cannot fail");

@@ -1,0 +1,61 @@
+//! Known divergences: islands whose native lowering was measured to differ from its emulation on
+//! a particular device, with the cause. Conformance reports such an arm *declined* on that device
+//! (never proven) instead of failing; any other difference still fails. Each record names the
+//! device as its driver reports it, the run that measured it, and what differs.
+
+use crate::{Backend, Profile};
+
+/// One measured divergence.
+#[derive(Debug)]
+pub struct Divergence {
+    pub backend: Backend,
+    /// A substring of the device's name (`client.properties().identity.name`).
+    pub device: &'static str,
+    /// The island ids it covers.
+    pub islands: &'static [&'static str],
+    /// What the device computes differently, as measured.
+    pub cause: &'static str,
+    /// Where and when it was measured.
+    pub measured: &'static str,
+}
+
+const PLANE_FLOAT_REDUCTIONS_W32: &[&str] = &[
+    "island_intrinsics::checks::plane_sum_f32_w32#0",
+    "island_intrinsics::checks::plane_max_f32_w32#0",
+    "island_intrinsics::checks::group_max_f32_g8#0",
+    "island_examples::rows::row_sum#0",
+    "island_examples::q8_matvec::block_amax#0",
+];
+
+/// Every known divergence.
+pub const KNOWN: &[Divergence] = &[
+    Divergence {
+        backend: Backend::Vulkan,
+        device: "NVIDIA H200",
+        islands: PLANE_FLOAT_REDUCTIONS_W32,
+        cause: "NVIDIA's Vulkan driver flushes subnormal results of float subgroup operations to zero \
+                (a plane of subnormals sums to 0.0) and returns +0.0 for the maximum of ±0.0; on normal \
+                values the sum is the xor butterfly 1, 2, 4, … bit for bit (`islands probe`)",
+        measured: "H200, driver 580, islands conform --runtime vulkan, 2026-12-01 (docs/results/h200/conform-vulkan.txt)",
+    },
+    Divergence {
+        backend: Backend::Vulkan,
+        device: "llvmpipe",
+        islands: &[
+            "island_intrinsics::checks::plane_sum_f32_w8#0",
+            "island_intrinsics::checks::plane_max_f32_w8#0",
+            "island_intrinsics::checks::group_max_f32_g8#0",
+            "island_examples::q8_matvec::block_amax#0",
+        ],
+        cause: "lavapipe's subgroup add starts from +0.0 (a plane of −0.0 sums to +0.0), its subgroup \
+                maximum skips NaNs (maxnum) and its max(−0.0, +0.0) is −0.0",
+        measured: "Mesa 22.3 lavapipe (8-lane subgroups), cargo test -p proofs --features vulkan, 2026-12-01",
+    },
+];
+
+/// The known divergence of `island` on the device of `profile`, if one is recorded.
+pub fn known(profile: &Profile, island: &str) -> Option<&'static Divergence> {
+    KNOWN
+        .iter()
+        .find(|d| d.backend == profile.backend && profile.name.contains(d.device) && d.islands.contains(&island))
+}
