@@ -207,8 +207,10 @@ pub fn unwritten_lane(acc: &mut [i32], #[comptime] target: Target) {
     island! {
         proof(acc: &mut [i32; 64]), cube_dim = 64;
         cuda => {
+            // Every unit reaches the plane sum (it synchronises); one does not store it.
+            let s = plane::sum::<i32>(acc[UNIT_POS as usize], target);
             if UNIT_POS != 37 {
-                acc[UNIT_POS as usize] = plane::sum::<i32>(acc[UNIT_POS as usize], target);
+                acc[UNIT_POS as usize] = s;
             }
         },
         default => {
