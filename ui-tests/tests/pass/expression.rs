@@ -15,7 +15,8 @@ fn dot(a: &[i32], b: &[i32], out: &mut [i32]) {
     };
 }
 
-fn main() {
+#[test]
+fn compiles() {
     // Both launch paths exist: one fills the tag, one takes it.
     let _auto = dot::launch;
     let _forced = dot::launch_with;

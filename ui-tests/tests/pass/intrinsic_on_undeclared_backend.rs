@@ -34,4 +34,5 @@ fn kernel(a: &[u32], out: &mut [u32]) {
     };
 }
 
-fn main() {}
+#[test]
+fn compiles() {}

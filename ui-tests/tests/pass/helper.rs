@@ -20,6 +20,7 @@ fn kernel(a: &[f32], out: &mut [f32], #[comptime] t: Target) {
     out[ABSOLUTE_POS] = wide_sum(a[ABSOLUTE_POS], t);
 }
 
-fn main() {
+#[test]
+fn compiles() {
     let _ = kernel::launch_with;
 }

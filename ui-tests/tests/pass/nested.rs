@@ -27,4 +27,5 @@ fn nested(a: &[u32], out: &mut [u32]) {
     out[i] = acc;
 }
 
-fn main() {}
+#[test]
+fn compiles() {}
