@@ -17,6 +17,7 @@
 //! }
 //! ```
 
+pub mod census;
 pub mod conformance;
 pub mod independence;
 pub mod lowering;

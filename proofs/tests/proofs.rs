@@ -16,8 +16,10 @@ fn main() {
         ("proofs", concat!(env!("CARGO_MANIFEST_DIR"), "/tests").to_string()),
     ]));
     trials.extend(examples::trials());
-    let ours = ["island-examples", "island-intrinsics", "proofs"];
-    trials.extend(proofs::lowering::trials(&ours));
-    trials.extend(proofs::conformance_trials(&ours));
+    const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];
+    let ours = OURS;
+    trials.push(proofs::census::trial(concat!(env!("CARGO_MANIFEST_DIR"), "/census.json").into(), OURS));
+    trials.extend(proofs::lowering::trials(ours));
+    trials.extend(proofs::conformance_trials(ours));
     proofs::run(trials)
 }

@@ -1,0 +1,107 @@
+//! The census: how much the suite checks, against the counts committed beside it.
+//!
+//! A proof that silently disappears (an arm no longer registered, a guard that stopped admitting
+//! a reference profile, a device that stopped selecting an arm, lavapipe reporting another
+//! subgroup width) leaves every remaining trial green. The census counts what the harness will
+//! run and compares it with `census.json`; a change fails until the file is updated with it
+//! (`ISLANDS_CENSUS=write`), so it is reviewed like any other diff.
+
+use island_runtime::proof::profiles_for;
+use island_runtime::runtimes::RuntimeName;
+use island_runtime::{Expect, Profile, registry};
+use libtest_mimic::{Failed, Trial};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// What the suite runs, per crate, and on the reference device of conformance.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Census {
+    pub crates: BTreeMap<String, CrateCensus>,
+    /// Conformance on lavapipe, the CPU Vulkan driver CI has: its subgroup width and the arms
+    /// it runs. Absent when the build has no `vulkan` runtime or the device is not lavapipe.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub lavapipe: Option<DeviceCensus>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrateCensus {
+    /// Registered arms that must equal `default`.
+    pub arms: usize,
+    /// Proof runs of those arms: one per reference profile each admits.
+    pub profile_runs: usize,
+    /// Negative fixtures whose CPU proof must catch the bug.
+    pub fixtures: usize,
+    /// Negative fixtures of a native lowering, for device conformance to catch.
+    pub native_fixtures: usize,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceCensus {
+    pub plane: u32,
+    /// Arms (and native fixtures) the device selects, each one conformance run.
+    pub conformance_runs: usize,
+}
+
+/// Counts what the harness runs for `crates`.
+pub fn count(crates: &[&str]) -> Result<Census, String> {
+    let mut census = Census::default();
+    for &krate in crates {
+        let mut c = CrateCensus::default();
+        for entry in registry::arms_of(krate) {
+            match entry.expect {
+                Expect::Equal => {
+                    c.arms += 1;
+                    c.profile_runs += profiles_for(entry).len();
+                }
+                Expect::Mismatch => c.fixtures += 1,
+                Expect::NativeMismatch => c.native_fixtures += 1,
+            }
+        }
+        census.crates.insert(krate.to_string(), c);
+    }
+    if RuntimeName::Vulkan.built() {
+        let device = RuntimeName::Vulkan.client()?;
+        let profile = Profile::of_client(&device).ok_or("the Vulkan device has no profile")?;
+        if profile.name.contains("llvmpipe") {
+            let conformance_runs = registry::arms()
+                .iter()
+                .filter(|e| crates.contains(&e.krate) && e.expect != Expect::Mismatch && e.spec().admits(&profile))
+                .count();
+            census.lavapipe = Some(DeviceCensus { plane: profile.plane, conformance_runs });
+        }
+    }
+    Ok(census)
+}
+
+/// The census trial: `file` holds the committed counts.
+pub fn trial(file: PathBuf, crates: &'static [&'static str]) -> Trial {
+    Trial::test("census::what_the_suite_runs", move || {
+        let now = count(crates).map_err(Failed::from)?;
+        let text = serde_json::to_string_pretty(&now).expect("a census serialises") + "\n";
+        if std::env::var("ISLANDS_CENSUS").as_deref() == Ok("write") {
+            std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+            return Ok(());
+        }
+        let committed: Census = std::fs::read_to_string(&file)
+            .map_err(|e| format!("{}: {e}", file.display()))
+            .and_then(|s| serde_json::from_str(&s).map_err(|e| format!("{}: {e}", file.display())))?;
+        // Without lavapipe in this build its counts cannot be checked here, and are not compared.
+        let expected = match now.lavapipe {
+            Some(_) => committed.clone(),
+            None => Census { lavapipe: None, ..committed.clone() },
+        };
+        if expected == now {
+            Ok(())
+        } else {
+            Err(format!(
+                "the suite no longer runs what {} says.\ncommitted:\n{}\nnow:\n{text}\
+                 If the change is intended, update the file (ISLANDS_CENSUS=write) and review its diff.",
+                file.display(),
+                serde_json::to_string_pretty(&committed).unwrap_or_default()
+            )
+            .into())
+        }
+    })
+    .with_kind("census")
+}
