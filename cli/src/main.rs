@@ -1,8 +1,12 @@
-//! `islands`: lists every registered island arm and proves them on a runtime.
+//! `islands`: the SDK's command line.
 //!
 //! ```text
-//! islands list
-//! islands prove [--runtime cpu|vulkan|wgsl|cuda] [--json] [--lanes N] [--seed S] [FILTER]
+//! islands list | intrinsics | lower
+//! islands prove [--runtime cpu|vulkan|wgsl|cuda] [--json] [--lanes N] [--depth D] [--seed S] [FILTER]
+//! islands conform --runtime R      islands probe --runtime R
+//! islands gate --runtime R [--write DIR] [--bit-exact-only] [FILTER]
+//! islands scoreboard [--json | --markdown | --html]
+//! islands example NAME --runtime R islands bench --runtime R
 //! ```
 
 use clap::{Parser, Subcommand};
@@ -14,7 +18,9 @@ use table::print_table;
 
 mod bench;
 mod example;
+mod gate;
 mod probe;
+mod scoreboard;
 mod table;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -72,6 +78,44 @@ enum Command {
         /// Print the runs as JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Gates every arm the device selects: bit-exact (CPU proof under the device's profile, and
+    /// native against emulation on the device) and at least as fast as `default` on a
+    /// kernel-only bench; writes the records to each crate's ledger.
+    Gate {
+        /// The device runtime (vulkan, cuda).
+        #[arg(long)]
+        runtime: String,
+        /// Write `DIR/<crate>.json` instead of each crate's `ledger.json`.
+        #[arg(long)]
+        write: Option<std::path::PathBuf>,
+        /// The speed half's pass mark: `default`'s time / the arm's.
+        #[arg(long, default_value_t = island_runtime::ledger::DEFAULT_THRESHOLD)]
+        threshold: f64,
+        /// Lanes per dispatch of the speed half.
+        #[arg(long, default_value_t = 1 << 20)]
+        lanes: u32,
+        /// Dispatches per timed sample.
+        #[arg(long, default_value_t = 50)]
+        dispatches: usize,
+        /// Timed samples per variant (the median is compared).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// Only the bit-exact half (timings on a shared or tiny machine mean nothing).
+        #[arg(long)]
+        bit_exact_only: bool,
+        /// Only arms whose name contains this.
+        filter: Option<String>,
+    },
+    /// The matrix island arm × device from the ledgers: flipped, declined, failed, unverified, stale.
+    Scoreboard {
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        markdown: bool,
+        /// One self-contained HTML page, on stdout.
+        #[arg(long)]
+        html: bool,
     },
     /// The table of intrinsics: backend, capability, instruction.
     Intrinsics,
@@ -137,6 +181,39 @@ fn main() -> ExitCode {
             prove(&runtime, json, lanes, depth, seed.as_deref(), allow_unproven, filter.as_deref())
         }
         Command::Conform { runtime, json } => conform(&runtime, json),
+        Command::Gate { runtime, write, threshold, lanes, dispatches, rounds, bit_exact_only, filter } => {
+            let proof = match ProofOptions::from_env() {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let gate = island_runtime::gate::GateOptions { proof, threshold, lanes, dispatches, rounds, speed: !bit_exact_only };
+            let options = gate::Options { gate, write_dir: write, filter };
+            match client_of(&runtime).and_then(|d| client_of("cpu").map(|c| (d, c))).and_then(|(d, c)| gate::run(&d, &c, &options)) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Scoreboard { json, markdown, html } => {
+            let format = match (json, markdown, html) {
+                (true, _, _) => scoreboard::Format::Json,
+                (_, true, _) => scoreboard::Format::Markdown,
+                (_, _, true) => scoreboard::Format::Html,
+                _ => scoreboard::Format::Text,
+            };
+            match client_of("cpu").and_then(|c| scoreboard::run(&c, format)) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Intrinsics => intrinsics(),
         Command::Lower => lower(),
         Command::Bench { runtime, iters, rounds, only, small, shape } => {

@@ -5,6 +5,10 @@
 //! - [`rmsnorm`]: RMSNorm over rows with the plane-sum island of [`rows`].
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
 
+// This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
+// what launches of its islands consult.
+island_runtime::ledger!();
+
 pub mod gemm_i8;
 pub mod q8_matvec;
 pub mod rmsnorm;

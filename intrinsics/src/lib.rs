@@ -8,6 +8,10 @@
 //! The table of native lowerings (backend ↔ capability ↔ instruction) is registered below and
 //! listed by `islands intrinsics`; [`checks`] holds the island that exercises each one.
 
+// This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
+// what launches of its islands consult.
+island_runtime::ledger!();
+
 pub mod checks;
 pub mod dp4a;
 pub mod exact;

@@ -172,6 +172,13 @@ pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, whic
     compile(lifted, target, Arc::new(properties(profile)), profile, Codegen::of(profile.backend), host)
 }
 
+/// The source CubeCL generates for `lifted` with `target` on the device behind `device`, with
+/// that device's own properties (what its runtime compiles, before the driver's compiler).
+pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -> Result<String, String> {
+    let profile = Profile::of_client(device).ok_or("not a device islands has arms for")?;
+    compile(lifted, target, device.properties_shared(), &profile, Codegen::of(profile.backend), device)
+}
+
 /// Why `lifted` must not run on `client` with `target`, if it must not.
 ///
 /// CubeCL 0.11's SPIR-V compiler emits invalid code for shared memory (an access chain on a

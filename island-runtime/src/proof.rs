@@ -495,16 +495,7 @@ fn compare_sides(
     let cubes = wanted.div_ceil(lifted.cube_dim).max(cubes_for(lifted, options.depth));
     let lanes = (cubes * lifted.cube_dim) as usize;
     let groups = groups_of(lifted, cubes);
-    let mut rng = Rng::new(seed);
-    let inputs: Vec<Vec<u8>> = lifted
-        .params
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let per_cube = count(p.shape, lifted.cube_dim as usize, 1) * p.width;
-            groups.iter().flat_map(|g| p.kind.fill(g[i], per_cube, i, &mut rng)).collect()
-        })
-        .collect();
+    let inputs = fill_inputs(lifted, &groups, seed);
     run.inputs = lanes;
 
     let outcome = (|| -> Result<Option<String>, String> {
@@ -527,6 +518,48 @@ fn compare_sides(
     };
     run.time = start.elapsed();
     run
+}
+
+/// The bytes of each parameter for cubes holding `groups`, drawn from `seed`.
+fn fill_inputs(lifted: &Lifted, groups: &[Vec<Group>], seed: u64) -> Vec<Vec<u8>> {
+    let mut rng = Rng::new(seed);
+    lifted
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let per_cube = count(p.shape, lifted.cube_dim as usize, 1) * p.width;
+            groups.iter().flat_map(|g| p.kind.fill(g[i], per_cube, i, &mut rng)).collect()
+        })
+        .collect()
+}
+
+/// Inputs for `cubes` cubes of the proof recipe's groups (edge groups first, then random ones,
+/// repeating), as a bench of the lifted island uses them.
+pub fn recipe_inputs(lifted: &Lifted, cubes: u32, seed: u64) -> Vec<Vec<u8>> {
+    fill_inputs(lifted, &groups_of(lifted, cubes), seed)
+}
+
+/// Launch arguments of the lifted island over `cubes` cubes with `inputs` (and an output
+/// buffer), for repeated dispatch: the buffers are created here, once.
+pub fn launch_args<'a>(client: &'a Client, lifted: &'static Lifted, cubes: u32, inputs: &[Vec<u8>], target: Target) -> LaunchArgs<'a> {
+    let lanes = (cubes * lifted.cube_dim) as usize;
+    let mut buffers: Vec<(Handle, usize)> = inputs
+        .iter()
+        .zip(lifted.params)
+        .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / p.value_size()))
+        .collect();
+    if let Some(size) = lifted.output_value_size() {
+        buffers.push((client.empty(lanes * size), lanes));
+    }
+    LaunchArgs { client, cubes, cube_dim: lifted.cube_dim, buffers, target }
+}
+
+/// The proof of `entry`'s arm under one profile (`profile` need not be a reference profile:
+/// the gate proves an arm under the present device's own).
+pub fn prove_profile(entry: &'static ArmEntry, profile: Profile, client: &Client, options: &ProofOptions) -> Option<ProofRun> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
+    Some(prove_one(entry, lifted, profile, client, options))
 }
 
 fn count(shape: Shape, lanes: usize, cubes: u32) -> usize {

@@ -9,6 +9,7 @@
 //!   that device's semantics otherwise (the CPU runtime running a `cuda` arm, say).
 
 use crate::capability::Guard;
+use crate::ledger::DeviceLedger;
 use crate::{Backend, Executor, Profile};
 use cubecl::prelude::Client;
 use serde::Serialize;
@@ -78,6 +79,26 @@ pub struct Target {
     arms: Option<Profile>,
     scope: Scope,
     exec: Exec,
+    /// The ledger's records of this device, when a launch consulted it ([`crate::ledger`]).
+    ledger: Option<LedgerRef>,
+}
+
+/// A device's ledger view in a tag: compared by address (one view per device and process).
+#[derive(Clone, Copy, Debug)]
+pub struct LedgerRef(pub &'static DeviceLedger);
+
+impl PartialEq for LedgerRef {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for LedgerRef {}
+
+impl Serialize for LedgerRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{} ({} policy)", self.0.device, self.0.policy))
+    }
 }
 
 /// Why an island took the arm it took.
@@ -100,6 +121,9 @@ pub enum DefaultReason {
     NoArm(Backend),
     /// Arms exist for the backend, but the device meets none of their guards.
     GuardUnmet { arm: &'static str, unmet: String },
+    /// The arm's guard holds, but the ledger's record of this device (or the strict policy)
+    /// says it does not run here.
+    Ledger { arm: &'static str, reason: String },
 }
 
 impl fmt::Display for DefaultReason {
@@ -111,6 +135,7 @@ impl fmt::Display for DefaultReason {
             DefaultReason::GuardUnmet { arm, unmet } => {
                 write!(f, "arm `{arm}` needs `{unmet}`, which the device lacks")
             }
+            DefaultReason::Ledger { arm, reason } => write!(f, "arm `{arm}` is not taken on this device: {reason}"),
         }
     }
 }
@@ -124,23 +149,30 @@ impl Target {
         if let Executor::Unknown(name) = exec.executor {
             log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
         }
-        Target { arms, scope: Scope::All, exec }
+        let ledger = arms.and_then(|_| DeviceLedger::of_client(client)).map(LedgerRef);
+        Target { arms, scope: Scope::All, exec, ledger }
+    }
+
+    /// The same tag, consulting `ledger` as a launch on its device would.
+    pub fn with_ledger(mut self, ledger: &'static DeviceLedger) -> Target {
+        self.ledger = Some(LedgerRef(ledger));
+        self
     }
 
     /// `default` in every island, executed by `client`'s runtime.
     pub fn default_arms(client: &Client) -> Target {
-        Target { arms: None, scope: Scope::All, exec: Exec::of_client(client) }
+        Target { arms: None, scope: Scope::All, exec: Exec::of_client(client), ledger: None }
     }
 
     /// The arms `profile` selects, executed by `client`'s runtime: natively where that runtime
     /// is the profile's device, through each intrinsic's emulation otherwise.
     pub fn forced(profile: Profile, client: &Client) -> Target {
-        Target { arms: Some(profile), scope: Scope::All, exec: Exec::of_client(client) }
+        Target { arms: Some(profile), scope: Scope::All, exec: Exec::of_client(client), ledger: None }
     }
 
     /// A tag from its parts, for code generation without a client.
     pub fn from_parts(arms: Option<Profile>, exec: Exec) -> Target {
-        Target { arms, scope: Scope::All, exec }
+        Target { arms, scope: Scope::All, exec, ledger: None }
     }
 
     /// The same tag, with acceleration restricted to island `id`.
@@ -196,7 +228,14 @@ impl Target {
                 continue;
             }
             match arm.guard.first_unmet(profile) {
-                None => return Selection::Arm(i),
+                None => {
+                    if let Some(LedgerRef(ledger)) = self.ledger
+                        && let Some(reason) = ledger.veto(site.id, arm.label)
+                    {
+                        return Selection::Default(DefaultReason::Ledger { arm: arm.label, reason });
+                    }
+                    return Selection::Arm(i);
+                }
                 Some(atom) => {
                     unmet.get_or_insert(DefaultReason::GuardUnmet { arm: arm.label, unmet: atom.to_string() });
                 }
@@ -213,8 +252,12 @@ impl Target {
         match self.explain(site) {
             Selection::Arm(i) => i,
             Selection::Default(reason) => {
-                if matches!(reason, DefaultReason::GuardUnmet { .. }) {
-                    log::info!("islands: {} takes `default`: {reason}", site.id);
+                match &reason {
+                    DefaultReason::GuardUnmet { .. } => log::info!("islands: {} takes `default`: {reason}", site.id),
+                    DefaultReason::Ledger { arm, reason: why } => crate::ledger::log_once(format!("{}::{arm}: {why}", site.id), || {
+                        format!("islands: {} takes `default`: {reason}", site.id)
+                    }),
+                    _ => {}
                 }
                 site.arms.len()
             }

@@ -1,8 +1,11 @@
 //! Every registered island arm of the SDK's crates, proven on the CPU runtime; the negative
-//! fixtures, which must be caught; the registry checks; and the examples' own checks.
+//! fixtures, which must be caught; the registry checks; the examples' own checks; the ledger
+//! and the gate.
 
 mod examples;
+mod ledger;
 mod negative;
+mod slow;
 
 use island_examples as _;
 use island_intrinsics as _;
@@ -16,6 +19,7 @@ fn main() {
         ("proofs", concat!(env!("CARGO_MANIFEST_DIR"), "/tests").to_string()),
     ]));
     trials.extend(examples::trials());
+    trials.extend(ledger::trials());
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];
     let ours = OURS;
     trials.push(proofs::census::trial(concat!(env!("CARGO_MANIFEST_DIR"), "/census.json").into(), OURS));

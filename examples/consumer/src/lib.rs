@@ -2,6 +2,10 @@
 //! vendor's `byte_perm` in its CUDA arm. This crate writes no test for it: its `tests/islands.rs`
 //! runs the proofs the registry generates.
 
+// This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
+// what launches of its islands consult.
+island_runtime::ledger!();
+
 use cubecl::prelude::*;
 use island_runtime::prelude::*;
 use island_vendor_byteperm::byte_perm;

@@ -2,6 +2,10 @@
 //! islands intrinsic. Kernels in other crates call `island_vendor_byteperm::byte_perm::call`
 //! inside an island arm; the emulation makes that arm provable on the CPU.
 
+// This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
+// what launches of its islands consult.
+island_runtime::ledger!();
+
 
 /// `byte_perm(a, b, s)`: the bytes of `b:a` are numbered 0–7 (`a`'s low byte is 0, `b`'s high
 /// byte is 7); byte `i` of the result is the byte that nibble `i` of `s` selects with its low

@@ -1,0 +1,201 @@
+//! `islands scoreboard`: the matrix island arm × device from the ledgers of this build.
+//!
+//! A cell is `flipped` (bit-exact and at least as fast, with the speedup), `declined` (slower,
+//! or a measured divergence of the device), `failed` (not bit-exact, with the first differing
+//! index), `unverified` (no record, or a gate that could not conclude), or `stale` (the arm's or
+//! `default`'s generated code changed since the record, or a newer driver of the same device
+//! has a record).
+
+use crate::gate::ledgers;
+use island_runtime::gate::code_hashes;
+use island_runtime::ledger::{Decision, Record};
+use island_runtime::{Expect, Fingerprint, registry};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+/// One cell of the matrix.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub island: String,
+    pub arm: String,
+    pub device: String,
+    /// `flipped`, `declined`, `failed`, `unverified` or `stale`.
+    pub status: &'static str,
+    /// The figure or fact behind it: the speedup, the divergence, the first difference, why stale.
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<Record>,
+}
+
+pub enum Format {
+    Text,
+    Json,
+    Markdown,
+    Html,
+}
+
+/// Every cell: one per (registered arm, device with at least one record).
+pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
+    let records: Vec<Record> = ledgers()?.into_values().flat_map(|(_, l)| l.records).collect();
+    let mut devices: Vec<Fingerprint> = records.iter().map(|r| r.device.clone()).collect();
+    devices.sort();
+    devices.dedup();
+    let mut cells = Vec::new();
+    for &entry in registry::arms().iter().filter(|e| e.expect == Expect::Equal) {
+        for device in &devices {
+            let label = entry.spec().label;
+            let record = records.iter().find(|r| r.island == entry.site.id && r.arm == label && r.device == *device);
+            let (status, detail) = match record {
+                None => ("unverified", "no record".to_string()),
+                Some(r) => status_of(entry, r, &records, host),
+            };
+            cells.push(Cell {
+                island: entry.site.id.to_string(),
+                arm: label.to_string(),
+                device: device.to_string(),
+                status,
+                detail,
+                record: record.cloned(),
+            });
+        }
+    }
+    Ok((devices, cells))
+}
+
+fn status_of(entry: &'static island_runtime::ArmEntry, r: &Record, all: &[Record], host: &island_runtime::__private::cubecl::prelude::Client) -> (&'static str, String) {
+    match code_hashes(entry, &r.device, host) {
+        Ok(now) if now != r.code => {
+            let what = if now.arm != r.code.arm { "the arm's" } else { "`default`'s" };
+            return ("stale", format!("{what} {} changed since {}", now.codegen, r.date));
+        }
+        Err(e) => return ("stale", format!("the code cannot be hashed: {e}")),
+        Ok(_) => {}
+    }
+    if let Some(newer) = all.iter().find(|o| {
+        o.island == r.island && o.arm == r.arm && o.device != r.device && o.device.same_device(&r.device) && o.date > r.date
+    }) {
+        return ("stale", format!("driver {} has a newer record", newer.device.driver));
+    }
+    let speed = |r: &Record| r.speed.as_ref().map(|s| format!("{:.3}× default", s.speedup)).unwrap_or_default();
+    match r.decision {
+        Decision::Flipped => ("flipped", speed(r)),
+        Decision::DeclinedSlow => ("declined", format!("slower: {}", speed(r))),
+        Decision::DeclinedDivergence => (
+            "declined",
+            r.conformance.report.as_deref().and_then(|t| t.lines().next()).unwrap_or("measured divergence").to_string(),
+        ),
+        Decision::Failed => (
+            "failed",
+            r.conformance
+                .report
+                .as_deref()
+                .and_then(|t| t.lines().find(|l| l.contains("first differing")))
+                .unwrap_or("not bit-exact")
+                .trim()
+                .to_string(),
+        ),
+        Decision::Unverified => ("unverified", r.note.clone().unwrap_or_default()),
+    }
+}
+
+pub fn run(host: &island_runtime::__private::cubecl::prelude::Client, format: Format) -> Result<ExitCode, String> {
+    let (devices, cells) = cells(host)?;
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(&cells).expect("plain data serialises"),
+        Format::Markdown => markdown(&devices, &cells),
+        Format::Html => html(&devices, &cells),
+        Format::Text => {
+            let header: Vec<String> = std::iter::once("island arm".to_string()).chain(devices.iter().map(short)).collect();
+            let rows = matrix(&devices, &cells, |c| match (c.status, c.record.as_ref().map(|r| (r.decision, r.speed.as_ref()))) {
+                ("flipped" | "declined", Some((_, Some(s)))) => format!("{} {:.3}×", c.status, s.speedup),
+                ("declined", Some((Decision::DeclinedDivergence, _))) => "declined (divergence)".into(),
+                (s, _) => s.to_string(),
+            });
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            crate::table::print_table(&header, &rows);
+            for (i, d) in devices.iter().enumerate() {
+                println!("[{}] {d}", i + 1);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn short(d: &Fingerprint) -> String {
+    format!("{} {}", d.runtime, d.device.split(" (").next().unwrap_or(&d.device))
+}
+
+fn matrix(devices: &[Fingerprint], cells: &[Cell], show: impl Fn(&Cell) -> String) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for chunk in cells.chunks(devices.len().max(1)) {
+        let Some(first) = chunk.first() else { continue };
+        let mut row = vec![format!("{} `{}`", first.island, first.arm)];
+        row.extend(chunk.iter().map(&show));
+        rows.push(row);
+    }
+    rows
+}
+
+fn markdown(devices: &[Fingerprint], cells: &[Cell]) -> String {
+    let mut out = String::from("| island, arm |");
+    for d in devices {
+        let _ = write!(out, " {} |", short(d));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(devices.len()));
+    out.push('\n');
+    for row in matrix(devices, cells, |c| {
+        if c.detail.is_empty() { format!("**{}**", c.status) } else { format!("**{}** {}", c.status, c.detail) }
+    }) {
+        let row: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.push('\n');
+    for d in devices {
+        let _ = writeln!(out, "- {}: {d}", short(d));
+    }
+    out
+}
+
+fn html(devices: &[Fingerprint], cells: &[Cell]) -> String {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    let mut out = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>islands scoreboard</title><style>\
+         body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:.4em .6em;vertical-align:top;font-size:.9em}\
+         .flipped{background:#c8f0c8}.declined{background:#f7e3a1}.failed{background:#f4b4b4}\
+         .unverified{background:#eee}.stale{background:#d6d6f5}pre{white-space:pre-wrap;font-size:.8em;max-width:40em}\
+         </style></head><body><h1>islands scoreboard</h1><p>An arm flips on a device when it is bit-exact against \
+         the CPU oracle there and at least as fast as <code>default</code> (threshold in each record). \
+         Click a cell for its evidence.</p><table><tr><th>island, arm</th>",
+    );
+    for d in devices {
+        let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&d.to_string()), esc(&short(d)));
+    }
+    out.push_str("</tr>");
+    for chunk in cells.chunks(devices.len().max(1)) {
+        let Some(first) = chunk.first() else { continue };
+        let _ = write!(out, "<tr><td><code>{}</code> <code>{}</code></td>", esc(&first.island), esc(&first.arm));
+        for c in chunk {
+            let evidence = c.record.as_ref().map(|r| serde_json::to_string_pretty(r).expect("plain data serialises")).unwrap_or_default();
+            let _ = write!(
+                out,
+                "<td class=\"{}\"><details><summary><b>{}</b> {}</summary><pre>{}</pre></details></td>",
+                c.status,
+                c.status,
+                esc(&c.detail),
+                esc(&evidence)
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table><ul>");
+    for d in devices {
+        let _ = write!(out, "<li>{}</li>", esc(&d.to_string()));
+    }
+    out.push_str("</ul></body></html>");
+    out
+}

@@ -1,0 +1,255 @@
+//! The two-part gate: an arm flips on a device only when it is bit-exact there *and* at least as
+//! fast as `default`.
+//!
+//! - **Bit-exact half**: the CPU proof of the arm under the device's own profile, and device
+//!   conformance (native code on the device against its emulation on the CPU, native execution
+//!   asserted), plus the table instructions found in the code CubeCL generated for the device.
+//! - **Speed half**: the island's lifted kernel, once with the arm forced natively and once with
+//!   `default`, on the proof recipe scaled up to [`GateOptions::lanes`] lanes (the recipe's
+//!   value groups, repeated): buffers created once, `dispatches` launches back to back and one
+//!   sync per sample, `rounds` samples each in alternating order, medians compared. The arm
+//!   passes when `default`'s time / the arm's ≥ the threshold (0.97 unless the island sets
+//!   another).
+//!
+//! The result is a [`Record`] for the device's ledger.
+
+use crate::fingerprint::Fingerprint;
+use crate::ledger::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record, SpeedEvidence, code_hash};
+use crate::lowering::{self, Codegen, Which};
+use crate::proof::{self, ProofOptions, ProofRun, ProofSpec, Verdict};
+use crate::registry::{ArmEntry, Expect};
+use crate::{Backend, Executor, Profile, Target};
+use cubecl::prelude::Client;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Settings of a gate run.
+#[derive(Clone, Debug)]
+pub struct GateOptions {
+    pub proof: ProofOptions,
+    /// The speed half's pass mark: `default`'s time / the arm's must reach it.
+    pub threshold: f64,
+    /// Lanes per dispatch of the speed half (rounded to whole cubes).
+    pub lanes: u32,
+    pub dispatches: usize,
+    pub rounds: usize,
+    /// Run the speed half (`false`: the bit-exact half only, as CI does on lavapipe).
+    pub speed: bool,
+}
+
+impl Default for GateOptions {
+    fn default() -> Self {
+        GateOptions {
+            proof: ProofOptions::default(),
+            threshold: crate::ledger::DEFAULT_THRESHOLD,
+            lanes: 1 << 20,
+            dispatches: 50,
+            rounds: 7,
+            speed: true,
+        }
+    }
+}
+
+/// The profile code hashes are computed with for a device: the backend's reference profile of
+/// the device's plane width, with its compute capability. It depends on the fingerprint alone,
+/// so a record's staleness can be checked on any machine, without the device.
+pub fn hash_profile(device: &Fingerprint) -> Option<Profile> {
+    let backend = backend_of(&device.runtime)?;
+    let references = Profile::references(backend);
+    let mut p = references.iter().copied().find(|p| p.plane == device.plane).unwrap_or(references[0].with_plane(device.plane));
+    if backend == Backend::Cuda {
+        p.sm = device.sm;
+    }
+    Some(p)
+}
+
+fn backend_of(runtime: &str) -> Option<Backend> {
+    const NAMES: [&str; 7] = ["cpu", "cuda", "hip", "metal", "wgpu<msl>", "wgpu<spirv>", "wgpu<wgsl>"];
+    let name = NAMES.into_iter().find(|n| *n == runtime)?;
+    Executor::from_client_name(name).backend()
+}
+
+/// The code hashes of `entry`'s arm and `default` for `device` (`host` lends buffers; nothing runs).
+pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client) -> Result<CodeHashes, String> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return Err("the island has no proof signature".into()) };
+    let profile = hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
+    Ok(CodeHashes {
+        codegen: Codegen::of(profile.backend).name().to_string(),
+        arm: code_hash(&lowering::source(entry, lifted, &profile, Which::Arm, host)?),
+        default: code_hash(&lowering::source(entry, lifted, &profile, Which::Default, host)?),
+    })
+}
+
+/// Gates `entry` on the device behind `device` (with `cpu` for the oracle). `None` when the device
+/// does not select the arm, or the arm is a negative fixture.
+pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &GateOptions) -> Option<Record> {
+    if entry.expect != Expect::Equal {
+        return None;
+    }
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
+    let profile = Profile::of_client(device)?;
+    if !entry.spec().admits(&profile) {
+        return None;
+    }
+    let fingerprint = Fingerprint::of_client(device)?;
+    let mut notes: Vec<String> = Vec::new();
+
+    let code = code_hashes(entry, &fingerprint, cpu).unwrap_or_else(|e| {
+        notes.push(format!("code hashes: {e}"));
+        CodeHashes { codegen: Codegen::of(profile.backend).name().into(), arm: "-".into(), default: "-".into() }
+    });
+    let proof_run = proof::prove_profile(entry, profile, cpu, &options.proof)?;
+    let conformance_run = proof::conform(entry, device, cpu, &options.proof)?;
+
+    let native_target = Target::forced(profile, device).only(entry.site.id);
+    let instructions = match (
+        lowering::device_source(lifted, native_target, device),
+        lowering::device_source(lifted, Target::default_arms(device), device),
+    ) {
+        (Ok(arm), Ok(default)) => crate::intrinsic::instructions(profile.backend)
+            .into_iter()
+            .filter(|i| arm.contains(i) && !default.contains(i))
+            .map(str::to_string)
+            .collect(),
+        (Err(e), _) | (_, Err(e)) => {
+            notes.push(format!("device code: {e}"));
+            Vec::new()
+        }
+    };
+    let native = native_target.is_native() && !matches!(conformance_run.verdict, Verdict::Error { .. });
+
+    let exact = bit_exact(&proof_run, &conformance_run);
+    let mut speed = None;
+    let decision = match exact {
+        Err(decision) => decision,
+        Ok(()) if instructions.is_empty() => {
+            notes.push(format!(
+                "the code CubeCL generated for this device has none of the table's {} instructions: the arm is not accelerated here",
+                profile.backend
+            ));
+            Decision::Unverified
+        }
+        Ok(()) if !options.speed => Decision::Unverified,
+        Ok(()) => match time(entry, lifted, profile, device, options) {
+            Ok(s) => {
+                let d = if s.speedup >= s.threshold { Decision::Flipped } else { Decision::DeclinedSlow };
+                speed = Some(s);
+                d
+            }
+            Err(e) => {
+                notes.push(format!("speed half: {e}"));
+                Decision::Unverified
+            }
+        },
+    };
+    if !options.speed && exact.is_ok() {
+        notes.push("bit-exact half only (no timing)".into());
+    }
+    Some(Record {
+        island: entry.site.id.to_string(),
+        arm: entry.spec().label.to_string(),
+        device: fingerprint,
+        code,
+        proof: ProofEvidence {
+            verdict: proof_run.verdict_word().to_string(),
+            seed: proof_run.seed.clone(),
+            depth: options.proof.depth,
+            inputs: proof_run.inputs,
+        },
+        conformance: ConformanceEvidence {
+            verdict: conformance_run.verdict_word().to_string(),
+            native,
+            instructions,
+            report: conformance_run.detail().map(|d| d.lines().take(8).collect::<Vec<_>>().join("\n")),
+        },
+        speed,
+        decision,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+        date: today(),
+        sdk: env!("CARGO_PKG_VERSION").to_string(),
+    })
+}
+
+/// `Ok` when both runs of the bit-exact half hold; otherwise the decision they force.
+fn bit_exact(proof_run: &ProofRun, conformance: &ProofRun) -> Result<(), Decision> {
+    match &proof_run.verdict {
+        Verdict::Proven | Verdict::DeviceEvidenceOnly { .. } => {}
+        Verdict::Mismatch { .. } => return Err(Decision::Failed),
+        _ => return Err(Decision::Unverified),
+    }
+    match &conformance.verdict {
+        Verdict::Proven => Ok(()),
+        Verdict::Declined { .. } => Err(Decision::DeclinedDivergence),
+        Verdict::Mismatch { .. } => Err(Decision::Failed),
+        _ => Err(Decision::Unverified),
+    }
+}
+
+/// The speed half: the lifted island with the arm (native) and with `default`, side by side.
+fn time(
+    entry: &'static ArmEntry,
+    lifted: &'static proof::Lifted,
+    profile: Profile,
+    device: &Client,
+    options: &GateOptions,
+) -> Result<SpeedEvidence, String> {
+    let arm = Target::forced(profile, device).only(entry.site.id);
+    let default = Target::default_arms(device);
+    for t in [arm, default] {
+        if let Some(reason) = lowering::launch_hazard(lifted, t, device) {
+            return Err(reason);
+        }
+    }
+    let cubes = options.lanes.div_ceil(lifted.cube_dim).max(1);
+    let inputs = proof::recipe_inputs(lifted, cubes, options.proof.seed);
+    let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm);
+    let default_args = proof::launch_args(device, lifted, cubes, &inputs, default);
+    let measured = catch_unwind(AssertUnwindSafe(|| {
+        crate::bench::side_by_side(
+            device,
+            options.rounds,
+            options.dispatches,
+            &mut [("arm", &mut || (lifted.launch)(&arm_args)), ("default", &mut || (lifted.launch)(&default_args))],
+        )
+    }))
+    .map_err(|p| format!("a launch panicked: {}", proof::panic_text(&p)))??;
+    let (arm_us, default_us) = (measured[0].as_secs_f64() * 1e6, measured[1].as_secs_f64() * 1e6);
+    Ok(SpeedEvidence {
+        arm_us,
+        default_us,
+        speedup: default_us / arm_us.max(1e-9),
+        threshold: options.threshold,
+        lanes: cubes as u64 * lifted.cube_dim as u64,
+        dispatches: options.dispatches,
+        rounds: options.rounds,
+    })
+}
+
+/// Today's UTC date, `YYYY-MM-DD` (days since the epoch to the civil calendar).
+pub fn today() -> String {
+    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400) as i64;
+    let (y, m, d) = civil(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Howard Hinnant's `civil_from_days`.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + (m <= 2) as i64, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::civil(0), (1970, 1, 1));
+        assert_eq!(super::civil(20_788), (2026, 12, 1));
+        assert_eq!(super::civil(11_016), (2000, 2, 29));
+    }
+}

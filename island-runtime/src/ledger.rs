@@ -1,0 +1,442 @@
+//! The evidence ledger: per (island, arm, device), what was verified there and whether the arm
+//! pays, and the policy by which a launch consults it.
+//!
+//! "Verify, then delete": an accelerated arm earns its place on a device only when it is
+//! bit-exact against the oracle there *and* at least as fast as `default` (≥ 97 %) on a
+//! kernel-only bench, and the gate must be able to say no. `islands gate` runs both halves on
+//! the present device and writes one [`Record`] per arm; the records live in `ledger.json`
+//! beside the crate that owns the islands, are reviewed in pull requests, and are embedded in
+//! the crate at build time ([`crate::ledger!`]) so a launch can consult them.
+
+use crate::fingerprint::Fingerprint;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::{Mutex, OnceLock};
+
+/// The speed gate's default threshold: the arm must run at ≥ 97 % of `default`'s speed.
+pub const DEFAULT_THRESHOLD: f64 = 0.97;
+
+/// The ledger of one crate: its records, sorted by island, arm and device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    pub records: Vec<Record>,
+}
+
+/// What is known about one arm on one device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The island's id (`crate::module::kernel#n`).
+    pub island: String,
+    /// The arm's pattern, as written (`cuda | vulkan`).
+    pub arm: String,
+    pub device: Fingerprint,
+    /// Hashes of the code the arm and `default` generate for the device (see [`code_hash`]): a
+    /// record whose hashes differ from the build's is stale.
+    pub code: CodeHashes,
+    /// The CPU proof of the arm under the device's profile, run with the record.
+    pub proof: ProofEvidence,
+    /// The arm's native code on the device against its emulation on the CPU.
+    pub conformance: ConformanceEvidence,
+    /// The kernel-only timing of the arm against `default`, when the bit-exact half passed.
+    pub speed: Option<SpeedEvidence>,
+    pub decision: Decision,
+    /// What the gate could not do, or did partly (no timing, no instruction found), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// UTC date of the run, `YYYY-MM-DD`.
+    pub date: String,
+    /// The SDK version that ran it.
+    pub sdk: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeHashes {
+    /// The code generator the hashes are of (`CUDA C++`, `SPIR-V`).
+    pub codegen: String,
+    pub arm: String,
+    pub default: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProofEvidence {
+    /// `proven`, `mismatch`, `device evidence only`, …
+    pub verdict: String,
+    pub seed: String,
+    pub depth: u32,
+    /// Lanes per run.
+    pub inputs: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConformanceEvidence {
+    /// `proven`, `MISMATCH`, `declined`, `ERROR`, …
+    pub verdict: String,
+    /// The native side ran natively on the device (asserted by the run; `false` means it did not).
+    pub native: bool,
+    /// Instructions of the intrinsic table found in the code CubeCL generated for this device
+    /// (with its own properties), and absent from `default`'s.
+    pub instructions: Vec<String>,
+    /// The first lines of the mismatch report (first differing index, both values), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpeedEvidence {
+    /// Median time per dispatch, in microseconds.
+    pub arm_us: f64,
+    pub default_us: f64,
+    /// `default_us / arm_us`: above 1, the arm is faster.
+    pub speedup: f64,
+    /// The arm passes when `speedup ≥ threshold`.
+    pub threshold: f64,
+    /// Lanes per dispatch (the proof recipe's cubes, repeated), dispatches per round, rounds.
+    pub lanes: u64,
+    pub dispatches: usize,
+    pub rounds: usize,
+}
+
+/// The gate's conclusion for one arm on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Bit-exact and at least as fast: the arm runs on this device.
+    Flipped,
+    /// Bit-exact, but slower than the threshold: `default` runs.
+    DeclinedSlow,
+    /// A measured divergence of the device (`crate::divergence`): `default` runs.
+    DeclinedDivergence,
+    /// Not bit-exact: `default` runs.
+    Failed,
+    /// The gate could not run one of its halves (compilation, launch): nothing is concluded.
+    Unverified,
+}
+
+impl Decision {
+    /// Whether the arm may run under this decision.
+    pub fn selects_arm(self) -> bool {
+        self == Decision::Flipped
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Decision::Flipped => "flipped",
+            Decision::DeclinedSlow => "declined (slow)",
+            Decision::DeclinedDivergence => "declined (divergence)",
+            Decision::Failed => "failed",
+            Decision::Unverified => "unverified",
+        }
+    }
+}
+
+impl Record {
+    /// The record's key.
+    pub fn key(&self) -> (&str, &str, &Fingerprint) {
+        (&self.island, &self.arm, &self.device)
+    }
+
+    /// One line for logs: the decision and its figure.
+    pub fn why(&self) -> String {
+        match (self.decision, &self.speed) {
+            (Decision::DeclinedSlow | Decision::Flipped, Some(s)) => {
+                format!("{} at {:.3}× `default` (threshold {:.2}), gated {}", self.decision.word(), s.speedup, s.threshold, self.date)
+            }
+            (Decision::Failed, _) => format!(
+                "failed on this device ({}), gated {}",
+                self.conformance.report.as_deref().and_then(|r| r.lines().find(|l| l.contains("first differing"))).unwrap_or("not bit-exact").trim(),
+                self.date
+            ),
+            _ => format!("{}, gated {}", self.decision.word(), self.date),
+        }
+    }
+}
+
+impl Ledger {
+    pub fn parse(text: &str) -> Result<Ledger, String> {
+        if text.trim().is_empty() {
+            return Ok(Ledger::default());
+        }
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The file's text: pretty JSON, records sorted, a final newline (stable diffs).
+    pub fn to_text(&self) -> String {
+        let mut sorted = self.clone();
+        sorted.sort();
+        serde_json::to_string_pretty(&sorted).expect("a ledger serialises") + "\n"
+    }
+
+    fn sort(&mut self) {
+        self.records.sort_by(|a, b| (&a.island, &a.arm, &a.device).cmp(&(&b.island, &b.arm, &b.device)));
+    }
+
+    /// Inserts `record`, replacing the record of the same key.
+    pub fn upsert(&mut self, record: Record) {
+        self.records.retain(|r| r.key() != record.key());
+        self.records.push(record);
+        self.sort();
+    }
+
+    /// The record of (`island`, `arm`) on `device`, if any.
+    pub fn find(&self, island: &str, arm: &str, device: &Fingerprint) -> Option<&Record> {
+        self.records.iter().find(|r| r.island == island && r.arm == arm && r.device.matches(device))
+    }
+}
+
+/// A stable 64-bit hash of generated code (FNV-1a), in hex: the same on every machine and Rust
+/// version, which `std`'s hashers do not promise.
+pub fn code_hash(code: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in code.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// A crate's ledger file, embedded at build time by [`crate::ledger!`].
+#[derive(Debug)]
+pub struct Embedded {
+    pub krate: &'static str,
+    /// Where the file was when the crate was built (`islands gate` updates it there).
+    pub path: &'static str,
+    pub text: &'static str,
+}
+
+inventory::collect!(Embedded);
+
+/// Embeds the crate's `ledger.json` (beside its `Cargo.toml`) and registers it, so launches of
+/// its islands consult its records and `islands gate` / `islands scoreboard` find it.
+#[macro_export]
+macro_rules! ledger {
+    () => {
+        $crate::__private::inventory::submit! {
+            $crate::ledger::Embedded {
+                krate: env!("CARGO_PKG_NAME"),
+                path: concat!(env!("CARGO_MANIFEST_DIR"), "/ledger.json"),
+                text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/ledger.json")),
+            }
+        }
+    };
+}
+
+/// Every embedded ledger, by crate.
+pub fn embedded() -> Vec<&'static Embedded> {
+    let mut all: Vec<&'static Embedded> = inventory::iter::<Embedded>.into_iter().collect();
+    all.sort_by_key(|e| e.krate);
+    all
+}
+
+/// The records of every embedded ledger, parsed once. A ledger that does not parse is reported
+/// once and contributes nothing (launches then behave as without records).
+pub fn records() -> &'static [Record] {
+    static ALL: OnceLock<Vec<Record>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all = Vec::new();
+        for e in embedded() {
+            match Ledger::parse(e.text) {
+                Ok(l) => all.extend(l.records),
+                Err(err) => log::error!("islands: the ledger of `{}` ({}) does not parse, ignored: {err}", e.krate, e.path),
+            }
+        }
+        all
+    })
+}
+
+/// How a launch consults the ledger (`ISLANDS_POLICY`, read once per process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// The default. An arm whose record on this device is failed or declined is not taken;
+    /// `default` runs, logged once with the reason. Arms without a record run: their CPU proof
+    /// holds, and a device nobody has gated keeps its acceleration.
+    Trust,
+    /// Only arms with a `flipped` record on this device run; every other island takes `default`.
+    Strict,
+    /// The ledger is not consulted: every arm whose guard holds runs.
+    Off,
+}
+
+impl Policy {
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "trust" => Some(Policy::Trust),
+            "strict" => Some(Policy::Strict),
+            "off" => Some(Policy::Off),
+            _ => None,
+        }
+    }
+
+    /// `ISLANDS_POLICY`, read once; unset means [`Policy::Trust`]. A value that is no policy is
+    /// logged as an error once and also means `trust`, the documented default.
+    pub fn current() -> Policy {
+        static POLICY: OnceLock<Policy> = OnceLock::new();
+        *POLICY.get_or_init(|| match std::env::var("ISLANDS_POLICY") {
+            Err(_) => Policy::Trust,
+            Ok(s) if s.trim().is_empty() => Policy::Trust,
+            Ok(s) => Policy::parse(s.trim()).unwrap_or_else(|| {
+                log::error!("islands: ISLANDS_POLICY=`{s}` is not trust, strict or off; using trust");
+                Policy::Trust
+            }),
+        })
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Policy::Trust => "trust",
+            Policy::Strict => "strict",
+            Policy::Off => "off",
+        })
+    }
+}
+
+/// What the ledger says about (`island`, `arm`) on `device` under `policy`: `None` when the
+/// arm may run, otherwise why `default` runs instead.
+pub fn veto(records: &[Record], policy: Policy, island: &str, arm: &str, device: &Fingerprint) -> Option<String> {
+    if policy == Policy::Off {
+        return None;
+    }
+    let record = records.iter().find(|r| r.island == island && r.arm == arm && r.device.matches(device));
+    match (policy, record) {
+        (_, Some(r)) if r.decision.selects_arm() => None,
+        (_, Some(r)) if r.decision != Decision::Unverified => Some(format!("the ledger's record on this device: {}", r.why())),
+        (Policy::Strict, Some(r)) => Some(format!("strict policy, and the record on this device is {}", r.why())),
+        (Policy::Strict, None) => Some("strict policy, and the ledger has no record of this arm on this device".into()),
+        _ => None,
+    }
+}
+
+/// The ledger as a launch on one device sees it: that device's records and the policy.
+#[derive(Debug)]
+pub struct DeviceLedger {
+    pub device: Fingerprint,
+    pub policy: Policy,
+    pub records: Vec<Record>,
+}
+
+impl DeviceLedger {
+    /// A view for tests and tools: `device` as if present, with `records` and `policy`.
+    pub fn leak(device: Fingerprint, policy: Policy, records: Vec<Record>) -> &'static DeviceLedger {
+        let records = records.into_iter().filter(|r| r.device.matches(&device)).collect();
+        Box::leak(Box::new(DeviceLedger { device, policy, records }))
+    }
+
+    /// The view of the device behind `client` under [`Policy::current`], computed once per
+    /// device. `None` when the ledger cannot change a selection there (policy `off`, or `trust`
+    /// and no record of this device), so such launches carry the same tag as without a ledger.
+    pub fn of_client(client: &cubecl::prelude::Client) -> Option<&'static DeviceLedger> {
+        let policy = Policy::current();
+        if policy == Policy::Off || (policy == Policy::Trust && records().is_empty()) {
+            return None;
+        }
+        type Seen = Vec<((&'static str, String, String), Option<&'static DeviceLedger>)>;
+        static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
+        let props = client.properties();
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, view)) = seen
+            .iter()
+            .find(|((rt, name, id), _)| *rt == client.name() && *name == props.identity.name && *id == props.identity.fingerprint)
+        {
+            return *view;
+        }
+        let view = Fingerprint::of_client(client).and_then(|device| {
+            let mine: Vec<Record> = records().iter().filter(|r| r.device.matches(&device)).cloned().collect();
+            (policy == Policy::Strict || !mine.is_empty()).then(|| DeviceLedger::leak(device, policy, mine))
+        });
+        seen.push(((client.name(), props.identity.name.clone(), props.identity.fingerprint.clone()), view));
+        view
+    }
+
+    /// Why `default` runs instead of (`island`, `arm`) here, if it does.
+    pub fn veto(&self, island: &str, arm: &str) -> Option<String> {
+        veto(&self.records, self.policy, island, arm, &self.device)
+    }
+}
+
+/// The messages [`log_once`] has logged, in order (what a launch said about the ledger).
+pub fn logged() -> Vec<String> {
+    LOGGED.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, m)| m.clone()).collect()
+}
+
+static LOGGED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// Logs `message` for `key` once per process.
+pub fn log_once(key: String, message: impl FnOnce() -> String) {
+    let mut seen = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+    if !seen.iter().any(|(k, _)| *k == key) {
+        let message = message();
+        log::warn!("{message}");
+        seen.push((key, message));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device() -> Fingerprint {
+        Fingerprint {
+            runtime: "cuda".into(),
+            device: "NVIDIA H200".into(),
+            identity: "ptx_sm90".into(),
+            plane: 32,
+            sm: 90,
+            driver: "nvidia 580.95.05".into(),
+        }
+    }
+
+    fn record(decision: Decision) -> Record {
+        Record {
+            island: "k#0".into(),
+            arm: "cuda".into(),
+            device: device(),
+            code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d") },
+            proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64 },
+            conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
+            speed: Some(SpeedEvidence {
+                arm_us: 2.0,
+                default_us: 1.0,
+                speedup: 0.5,
+                threshold: DEFAULT_THRESHOLD,
+                lanes: 1,
+                dispatches: 1,
+                rounds: 1,
+            }),
+            decision,
+            note: None,
+            date: "2026-12-01".into(),
+            sdk: "0.1.0".into(),
+        }
+    }
+
+    #[test]
+    fn policies_decide_from_the_record_of_this_device_only() {
+        let declined = [record(Decision::DeclinedSlow)];
+        let flipped = [record(Decision::Flipped)];
+        let other = Fingerprint { driver: "nvidia 575".into(), ..device() };
+        assert!(veto(&declined, Policy::Trust, "k#0", "cuda", &device()).unwrap().contains("0.500×"));
+        assert_eq!(veto(&declined, Policy::Off, "k#0", "cuda", &device()), None);
+        assert_eq!(veto(&declined, Policy::Trust, "k#0", "cuda", &other), None, "another driver: no record");
+        assert!(veto(&declined, Policy::Strict, "k#0", "cuda", &other).is_some());
+        assert_eq!(veto(&flipped, Policy::Strict, "k#0", "cuda", &device()), None);
+        assert!(veto(&[record(Decision::Failed)], Policy::Trust, "k#0", "cuda", &device()).is_some());
+        assert_eq!(veto(&[record(Decision::Unverified)], Policy::Trust, "k#0", "cuda", &device()), None);
+    }
+
+    #[test]
+    fn the_file_round_trips_sorted() {
+        let mut ledger = Ledger::default();
+        ledger.upsert(record(Decision::Flipped));
+        ledger.upsert(Record { island: "a#0".into(), ..record(Decision::Failed) });
+        ledger.upsert(record(Decision::DeclinedSlow));
+        assert_eq!(ledger.records.len(), 2);
+        let text = ledger.to_text();
+        assert_eq!(Ledger::parse(&text).unwrap(), ledger);
+        assert!(text.find("a#0").unwrap() < text.find("k#0").unwrap());
+        assert_eq!(Ledger::parse("").unwrap(), Ledger::default());
+        assert_eq!(code_hash("abc"), code_hash("abc"));
+        assert_ne!(code_hash("abc"), code_hash("abd"));
+    }
+}

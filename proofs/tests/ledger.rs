@@ -1,0 +1,190 @@
+//! The ledger as launches and CI use it: a declined, failed or (under the strict policy)
+//! missing record makes a launch take `default` and say why once; the gate declines a slow arm;
+//! the committed records of the present lavapipe are current.
+
+use island_runtime::fingerprint::Fingerprint;
+use island_runtime::gate::{self, GateOptions};
+use island_runtime::ledger::{self, CodeHashes, ConformanceEvidence, Decision, DeviceLedger, Policy, ProofEvidence, Record};
+use island_runtime::proof::{self, ProofSpec};
+use island_runtime::runtimes::RuntimeName;
+use island_runtime::{ArmEntry, Backend, Profile, Selection, Target, registry};
+use libtest_mimic::{Failed, Trial};
+
+pub fn trials() -> Vec<Trial> {
+    let mut trials = vec![
+        Trial::test("ledger::a_declined_record_runs_default_and_says_why_once", || {
+            launches_default(Decision::DeclinedSlow, Policy::Trust, true)
+        }),
+        Trial::test("ledger::a_failed_record_runs_default", || launches_default(Decision::Failed, Policy::Trust, true)),
+        Trial::test("ledger::the_strict_policy_runs_default_without_a_passing_record", || {
+            launches_default(Decision::Unverified, Policy::Strict, true)
+        }),
+        Trial::test("ledger::the_trust_policy_runs_an_arm_without_a_verdict", || {
+            launches_default(Decision::Unverified, Policy::Trust, false)
+        }),
+        Trial::test("ledger::the_off_policy_ignores_records", || launches_default(Decision::Failed, Policy::Off, false)),
+        Trial::test("ledger::a_flipped_record_runs_the_arm_under_strict", || {
+            launches_default(Decision::Flipped, Policy::Strict, false)
+        }),
+    ];
+    if RuntimeName::Vulkan.built() {
+        trials.push(Trial::test("ledger::gate_declines_a_slow_arm", gate_declines_a_slow_arm));
+        trials.push(Trial::ignorable_test("ledger::committed_lavapipe_records_are_current", committed_records_are_current));
+    }
+    trials.into_iter().map(|t| t.with_kind("ledger")).collect()
+}
+
+/// A fixture whose `cuda` arm computes other bytes than `default` (a planted bug), so the
+/// output tells which of the two ran.
+fn fixture() -> Result<&'static ArmEntry, Failed> {
+    registry::arms()
+        .iter()
+        .copied()
+        .find(|e| e.site.id.ends_with("negative::sign_extension_slip#0"))
+        .ok_or_else(|| "the fixture `sign_extension_slip` is not registered".into())
+}
+
+fn h200() -> Fingerprint {
+    Fingerprint {
+        runtime: "cuda".into(),
+        device: "NVIDIA H200".into(),
+        identity: "ptx_sm90".into(),
+        plane: 32,
+        sm: 90,
+        driver: "nvidia 580.95.05".into(),
+    }
+}
+
+fn record(entry: &ArmEntry, decision: Decision) -> Record {
+    Record {
+        island: entry.site.id.into(),
+        arm: entry.spec().label.into(),
+        device: h200(),
+        code: CodeHashes { codegen: "CUDA C++".into(), arm: "-".into(), default: "-".into() },
+        proof: ProofEvidence { verdict: "proven".into(), seed: "0x0".into(), depth: 1, inputs: 0 },
+        conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
+        speed: None,
+        decision,
+        note: None,
+        date: "2026-12-01".into(),
+        sdk: "test".into(),
+    }
+}
+
+/// Runs the fixture's lifted kernel on the CPU with `target`, and returns its output bytes.
+fn output(entry: &'static ArmEntry, target: Target) -> Result<Vec<u8>, Failed> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return Err("the fixture has no proof kernel".into()) };
+    let cpu = proofs::cpu()?;
+    let inputs = proof::recipe_inputs(lifted, 4, 7);
+    let args = proof::launch_args(&cpu, lifted, 4, &inputs, target);
+    (lifted.launch)(&args);
+    let out = args.buffers.last().ok_or("no output buffer")?.0.clone();
+    Ok(proof::read(&cpu, out)?)
+}
+
+/// With a record of `decision` for the fixture on a forced H200 fingerprint under `policy`,
+/// a launch of the fixture takes `default` exactly when `expect_default`; when it does, the
+/// reason is logged once over two launches (two tags, so the kernel is expanded twice).
+fn launches_default(decision: Decision, policy: Policy, expect_default: bool) -> Result<(), Failed> {
+    let entry = fixture()?;
+    let cpu = proofs::cpu()?;
+    let profile = Profile::references(Backend::Cuda)[0];
+    let records = if decision == Decision::Unverified && policy == Policy::Strict { vec![] } else { vec![record(entry, decision)] };
+    let arm = output(entry, Target::forced(profile, &cpu))?;
+    let default = output(entry, Target::default_arms(&cpu))?;
+    if arm == default {
+        return Err("the fixture's arm and `default` computed the same bytes: this test could not tell them apart".into());
+    }
+    let tag = |records: Vec<Record>| Target::forced(profile, &cpu).with_ledger(DeviceLedger::leak(h200(), policy, records));
+    let first = tag(records.clone());
+    let selection = first.explain(entry.site);
+    let got = output(entry, first)?;
+    let again = output(entry, tag(records))?;
+    let took_default = got == default && again == default;
+    let took_arm = got == arm && again == arm;
+    match (expect_default, took_default, took_arm) {
+        (true, true, _) => {
+            let Selection::Default(reason) = selection else { return Err(format!("explain says {selection:?}").into()) };
+            let reason = reason.to_string();
+            if policy != Policy::Strict && !reason.contains(decision.word().split(' ').next().unwrap_or("")) {
+                return Err(format!("the reason does not name the record's decision: {reason}").into());
+            }
+            let logged: Vec<String> = ledger::logged().into_iter().filter(|m| m.contains(entry.site.id) && m.contains(&reason)).collect();
+            if logged.len() != 1 {
+                return Err(format!("the reason was logged {} times, not once: {logged:?}", logged.len()).into());
+            }
+            Ok(())
+        }
+        (false, _, true) => Ok(()),
+        _ => Err(format!(
+            "{decision:?} under {policy}: expected the {} to run; the output matched the arm: {took_arm}, `default`: {took_default} ({selection:?})",
+            if expect_default { "default" } else { "arm" }
+        )
+        .into()),
+    }
+}
+
+/// The gate, on lavapipe, declines the slow fixture arm (bit-exact, far slower than `default`).
+fn gate_declines_a_slow_arm() -> Result<(), Failed> {
+    let device = RuntimeName::Vulkan.client()?;
+    let cpu = proofs::cpu()?;
+    let entry = registry::arms()
+        .iter()
+        .copied()
+        .find(|e| e.site.id.ends_with("slow::slow_arm#0"))
+        .ok_or("the fixture `slow_arm` is not registered")?;
+    let options = GateOptions { lanes: 1 << 12, dispatches: 3, rounds: 3, ..GateOptions::default() };
+    let record = gate::gate(entry, &device, &cpu, &options).ok_or("the device does not select the slow arm")?;
+    match (record.decision, &record.speed) {
+        (Decision::DeclinedSlow, Some(s)) if s.speedup < 0.5 => Ok(()),
+        _ => Err(format!("the gate did not decline the slow arm: {}", serde_json::to_string_pretty(&record).unwrap_or_default()).into()),
+    }
+}
+
+/// The committed records of the present Vulkan device (lavapipe in CI): their code hashes are
+/// the build's, and re-running the bit-exact half gives the same verdicts. Timings are not
+/// compared (a shared 2-core machine's timings are noise). Ignored, with the reason, when no
+/// record names this exact device.
+fn committed_records_are_current() -> Result<libtest_mimic::Completion, Failed> {
+    let device = RuntimeName::Vulkan.client()?;
+    let cpu = proofs::cpu()?;
+    let here = Fingerprint::of_client(&device).ok_or("the Vulkan device has no fingerprint")?;
+    let records: Vec<Record> = ledger::records().iter().filter(|r| r.device == here).cloned().collect();
+    if records.is_empty() {
+        return Ok(libtest_mimic::Completion::ignored_with(format!("no committed record names {here}")));
+    }
+    let options = GateOptions { speed: false, ..GateOptions::default() };
+    let mut problems = Vec::new();
+    for r in &records {
+        let Some(entry) = registry::arms().iter().copied().find(|e| e.site.id == r.island && e.spec().label == r.arm) else {
+            problems.push(format!("{} `{}`: recorded, but no such arm is registered", r.island, r.arm));
+            continue;
+        };
+        let Some(now) = gate::gate(entry, &device, &cpu, &options) else {
+            problems.push(format!("{} `{}`: recorded, but the device no longer selects it", r.island, r.arm));
+            continue;
+        };
+        if now.code != r.code {
+            problems.push(format!("{} `{}`: the generated code changed since the record ({:?} → {:?})", r.island, r.arm, r.code, now.code));
+        }
+        if now.proof.verdict != r.proof.verdict || now.conformance.verdict != r.conformance.verdict || now.conformance.instructions != r.conformance.instructions {
+            problems.push(format!(
+                "{} `{}`: recorded proof {}, conformance {} {:?}; now {}, {} {:?}",
+                r.island, r.arm, r.proof.verdict, r.conformance.verdict, r.conformance.instructions,
+                now.proof.verdict, now.conformance.verdict, now.conformance.instructions
+            ));
+        }
+    }
+    for entry in registry::arms().iter().filter(|e| e.krate != "proofs") {
+        if let Some(now) = gate::gate(entry, &device, &cpu, &GateOptions { speed: false, ..GateOptions::default() })
+            && !records.iter().any(|r| r.island == now.island && r.arm == now.arm)
+        {
+            problems.push(format!("{} `{}`: selected on this device, but has no record", now.island, now.arm));
+        }
+    }
+    if problems.is_empty() {
+        Ok(libtest_mimic::Completion::Completed)
+    } else {
+        Err(format!("{} records of {here} are not current (re-run `islands gate --runtime vulkan`):\n{}", problems.len(), problems.join("\n")).into())
+    }
+}
