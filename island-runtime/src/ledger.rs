@@ -227,19 +227,27 @@ pub fn embedded() -> Vec<&'static Embedded> {
     all
 }
 
-/// The records of every embedded ledger, parsed once. A ledger that does not parse is reported
-/// once and contributes nothing (launches then behave as without records).
+/// The records launches consult, read once: every embedded ledger, then the files listed in
+/// `ISLANDS_LEDGER` (separated by `:`), whose records replace embedded ones of the same island,
+/// arm and device (a deployment's own gate results, without a rebuild). A ledger that cannot be
+/// read or parsed is reported once and contributes nothing.
 pub fn records() -> &'static [Record] {
     static ALL: OnceLock<Vec<Record>> = OnceLock::new();
     ALL.get_or_init(|| {
-        let mut all = Vec::new();
+        let mut all = Ledger::default();
         for e in embedded() {
             match Ledger::parse(e.text) {
-                Ok(l) => all.extend(l.records),
+                Ok(l) => l.records.into_iter().for_each(|r| all.upsert(r)),
                 Err(err) => log::error!("islands: the ledger of `{}` ({}) does not parse, ignored: {err}", e.krate, e.path),
             }
         }
-        all
+        for path in std::env::var("ISLANDS_LEDGER").unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
+            match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| Ledger::parse(&t)) {
+                Ok(l) => l.records.into_iter().for_each(|r| all.upsert(r)),
+                Err(err) => log::error!("islands: ISLANDS_LEDGER file `{path}` ignored: {err}"),
+            }
+        }
+        all.records
     })
 }
 
