@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs the device checks with an `islands` binary built with `--features cuda,vulkan`, on a
 # machine with an NVIDIA GPU, CUDA 13 (NVRTC) and NVIDIA's Vulkan driver: the float-semantics
-# probe, conformance of every arm the GPU selects plus the examples, on both drivers; then the
-# examples at full size and the benches on CUDA.
+# probe, conformance of every arm the GPU selects plus the examples, and the gate (records in
+# log-dir/ledger-<runtime>/), on both drivers; then the examples at full size and the benches on
+# CUDA, once with the ledger ignored and once with the gate's records in use.
 #
-#   scripts/gpu-check.sh path/to/islands [log-dir] [quick]
+#   scripts/gpu-check.sh path/to/islands [log-dir] [full|quick|perf]
+#   quick: probe, conform, gate; perf: examples and benches; full: both
 set -uo pipefail
 bin="$1"
 logs="${2:-gpu-logs}"
@@ -21,15 +23,21 @@ run() {
   [ "$rc" = 0 ] || status=1
 }
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; } | tee "$logs/gpu.txt"
-run probe-vulkan probe --runtime vulkan
-run probe-cuda probe --runtime cuda
-run conform-cuda conform --runtime cuda
-run conform-vulkan conform --runtime vulkan
-if [ "$mode" = full ]; then
+if [ "$mode" != perf ]; then
+  run probe-vulkan probe --runtime vulkan
+  run probe-cuda probe --runtime cuda
+  run conform-cuda conform --runtime cuda
+  run conform-vulkan conform --runtime vulkan
+  run gate-cuda gate --runtime cuda --write "$logs/ledger-cuda"
+  run gate-vulkan gate --runtime vulkan --write "$logs/ledger-vulkan"
+fi
+if [ "$mode" != quick ]; then
   run example-q8-vulkan example q8-matvec --runtime vulkan --rows 4096 --cols 14336 --cpu-rows 16
   run example-rmsnorm-vulkan example rmsnorm --runtime vulkan --rows 256 --cols 4096 --cpu-rows 8
   run example-q8 example q8-matvec --runtime cuda --rows 4096 --cols 14336 --cpu-rows 32
   run example-rmsnorm example rmsnorm --runtime cuda --rows 4096 --cols 4096 --cpu-rows 8
-  run bench bench --runtime cuda --rounds 11
+  ISLANDS_POLICY=off run bench-policy-off bench --runtime cuda --rounds 11
+  ledgers="$(ls "$logs"/ledger-cuda/*.json 2>/dev/null | tr '\n' ':')"
+  ISLANDS_LEDGER="$ledgers" run bench bench --runtime cuda --rounds 11
 fi
 exit $status
