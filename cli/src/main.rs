@@ -121,7 +121,14 @@ enum Command {
     Intrinsics,
     /// Compiles each intrinsic's check for each backend of the table (no GPU needed) and shows
     /// whether the instruction appears in the arm and is absent from `default`.
-    Lower,
+    Lower {
+        /// Print the generated code of the arms whose name contains this (with `default`'s).
+        #[arg(long)]
+        show: Option<String>,
+        /// The backend whose code `--show` prints.
+        #[arg(long, default_value = "cuda")]
+        backend: String,
+    },
     /// Kernel-only benchmarks of the examples, variants side by side, results checked against
     /// the CPU `default` in the same run.
     Bench {
@@ -215,7 +222,8 @@ fn main() -> ExitCode {
             }
         }
         Command::Intrinsics => intrinsics(),
-        Command::Lower => lower(),
+        Command::Lower { show: Some(filter), backend } => show(&filter, &backend),
+        Command::Lower { show: None, .. } => lower(),
         Command::Bench { runtime, iters, rounds, only, small, shape } => {
             let shape = match shape.as_deref().map(|s| s.split_once('x').map(|(m, k)| (m.parse(), k.parse()))) {
                 None => None,
@@ -328,6 +336,35 @@ fn intrinsics() -> ExitCode {
         }
     }
     print_table(&["intrinsic", "backend", "capability", "instruction", "crate"], &rows);
+    ExitCode::SUCCESS
+}
+
+/// Prints the code the arms matching `filter` and their `default` generate for `backend`'s first
+/// reference profile the arm's guard admits.
+fn show(filter: &str, backend: &str) -> ExitCode {
+    use island_runtime::lowering::{self, Which};
+    let Some(backend) = island_runtime::Backend::ALL.into_iter().find(|b| b.to_string() == backend) else {
+        eprintln!("unknown backend `{backend}`");
+        return ExitCode::from(2);
+    };
+    let host = match client_of("cpu") {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    for &entry in registry::arms().iter().filter(|e| e.name().contains(filter)) {
+        let proof::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
+        let Some(profile) = island_runtime::Profile::references(backend).into_iter().find(|p| entry.spec().admits(p)) else { continue };
+        for which in [Which::Arm, Which::Default] {
+            println!("// {} — {which:?} — {profile}", entry.name());
+            match lowering::source(entry, lifted, &profile, which, &host) {
+                Ok(code) => println!("{code}"),
+                Err(e) => println!("// does not compile: {e}"),
+            }
+        }
+    }
     ExitCode::SUCCESS
 }
 

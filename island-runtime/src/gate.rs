@@ -74,9 +74,26 @@ pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client
     let profile = hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
     Ok(CodeHashes {
         codegen: Codegen::of(profile.backend).name().to_string(),
-        arm: code_hash(&lowering::source(entry, lifted, &profile, Which::Arm, host)?),
-        default: code_hash(&lowering::source(entry, lifted, &profile, Which::Default, host)?),
+        arm: code_hash(&without_kernel_names(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
+        default: code_hash(&without_kernel_names(&lowering::source(entry, lifted, &profile, Which::Default, host)?)),
     })
+}
+
+/// `code` with CubeCL's kernel names (`kernel_416b0a91`: a hash of the kernel's id, which differs
+/// between a debug and a release build of the same source) replaced by `kernel`, so a record's
+/// hash depends on the code alone.
+pub fn without_kernel_names(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("kernel_") {
+        out.push_str(&rest[..at + "kernel".len()]);
+        let after = &rest[at + "kernel_".len()..];
+        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        let word_goes_on = after.as_bytes().get(hex).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+        rest = if hex >= 6 && !word_goes_on { &after[hex..] } else { &rest[at + "kernel".len()..] };
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Gates `entry` on the device behind `device` (with `cpu` for the oracle). `None` when the device
@@ -246,6 +263,15 @@ fn civil(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kernel_names_do_not_reach_the_hash() {
+        let debug = "__global__ void kernel_416b0a91(int* v) { kernel_info_st x; }";
+        let release = "__global__ void kernel_fbb11b46(int* v) { kernel_info_st x; }";
+        assert_eq!(super::without_kernel_names(debug), super::without_kernel_names(release));
+        assert_eq!(super::without_kernel_names(debug), "__global__ void kernel(int* v) { kernel_info_st x; }");
+        assert_ne!(super::without_kernel_names("a + b"), super::without_kernel_names("a - b"));
+    }
+
     #[test]
     fn civil_dates() {
         assert_eq!(super::civil(0), (1970, 1, 1));
