@@ -20,7 +20,7 @@ pub struct Cell {
     pub island: String,
     pub arm: String,
     pub device: String,
-    /// `flipped`, `declined`, `failed`, `unverified` or `stale`.
+    /// `flipped`, `declined`, `failed`, `unverified`, `stale`, or `-` (not selected there).
     pub status: &'static str,
     /// The figure or fact behind it: the speedup, the divergence, the first difference, why stale.
     pub detail: String,
@@ -46,7 +46,9 @@ pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Resul
         for device in &devices {
             let label = entry.spec().label;
             let record = records.iter().find(|r| r.island == entry.site.id && r.arm == label && r.device == *device);
+            let selected = island_runtime::gate::hash_profile(device).is_some_and(|p| entry.spec().admits(&p));
             let (status, detail) = match record {
+                None if !selected => ("-", "the device does not select this arm".to_string()),
                 None => ("unverified", "no record".to_string()),
                 Some(r) => status_of(entry, r, &records, host),
             };
@@ -66,8 +68,9 @@ pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Resul
 fn status_of(entry: &'static island_runtime::ArmEntry, r: &Record, all: &[Record], host: &island_runtime::__private::cubecl::prelude::Client) -> (&'static str, String) {
     match code_hashes(entry, &r.device, host) {
         Ok(now) if now != r.code => {
-            let what = if now.arm != r.code.arm { "the arm's" } else { "`default`'s" };
-            return ("stale", format!("{what} {} changed since {}", now.codegen, r.date));
+            let (what, then, now) =
+                if now.arm != r.code.arm { ("the arm's", &r.code.arm, &now.arm) } else { ("`default`'s", &r.code.default, &now.default) };
+            return ("stale", format!("{what} {} changed since {} (hash {then}, now {now})", r.code.codegen, r.date));
         }
         Err(e) => return ("stale", format!("the code cannot be hashed: {e}")),
         Ok(_) => {}
@@ -148,7 +151,13 @@ fn markdown(devices: &[Fingerprint], cells: &[Cell]) -> String {
     out.push_str(&"---|".repeat(devices.len()));
     out.push('\n');
     for row in matrix(devices, cells, |c| {
-        if c.detail.is_empty() { format!("**{}**", c.status) } else { format!("**{}** {}", c.status, c.detail) }
+        if c.status == "-" {
+            "-".to_string()
+        } else if c.detail.is_empty() {
+            format!("**{}**", c.status)
+        } else {
+            format!("**{}** {}", c.status, c.detail)
+        }
     }) {
         let row: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
         let _ = writeln!(out, "| {} |", row.join(" | "));
@@ -167,7 +176,7 @@ fn html(devices: &[Fingerprint], cells: &[Cell]) -> String {
          body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}\
          td,th{border:1px solid #ccc;padding:.4em .6em;vertical-align:top;font-size:.9em}\
          .flipped{background:#c8f0c8}.declined{background:#f7e3a1}.failed{background:#f4b4b4}\
-         .unverified{background:#eee}.stale{background:#d6d6f5}pre{white-space:pre-wrap;font-size:.8em;max-width:40em}\
+         .unverified{background:#eee}.na{background:#fff}.stale{background:#d6d6f5}pre{white-space:pre-wrap;font-size:.8em;max-width:40em}\
          </style></head><body><h1>islands scoreboard</h1><p>An arm flips on a device when it is bit-exact against \
          the CPU oracle there and at least as fast as <code>default</code> (threshold in each record). \
          Click a cell for its evidence.</p><table><tr><th>island, arm</th>",
@@ -184,7 +193,7 @@ fn html(devices: &[Fingerprint], cells: &[Cell]) -> String {
             let _ = write!(
                 out,
                 "<td class=\"{}\"><details><summary><b>{}</b> {}</summary><pre>{}</pre></details></td>",
-                c.status,
+                if c.status == "-" { "na" } else { c.status },
                 c.status,
                 esc(&c.detail),
                 esc(&evidence)

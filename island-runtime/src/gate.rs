@@ -5,8 +5,9 @@
 //!   conformance (native code on the device against its emulation on the CPU, native execution
 //!   asserted), plus the table instructions found in the code CubeCL generated for the device.
 //! - **Speed half**: the island's lifted kernel, once with the arm forced natively and once with
-//!   `default`, on the proof recipe scaled up to [`GateOptions::lanes`] lanes (the recipe's
-//!   value groups, repeated): buffers created once, `dispatches` launches back to back and one
+//!   `default`, on the proof recipe scaled up (the recipe's value groups, repeated) from
+//!   [`GateOptions::lanes`] lanes until one dispatch of `default` takes [`MIN_KERNEL`]: buffers
+//!   created once, `dispatches` launches back to back and one
 //!   sync per sample, `rounds` samples each in alternating order, medians compared. The arm
 //!   passes when `default`'s time / the arm's ≥ the threshold (0.97 unless the island sets
 //!   another).
@@ -22,13 +23,23 @@ use crate::{Backend, Executor, Profile, Target};
 use cubecl::prelude::Client;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+/// The speed half scales a lifted island up until one dispatch of `default` takes this long.
+pub const MIN_KERNEL: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// ... but never past this many bytes of inputs and output in all,
+const MAX_BYTES: usize = 1 << 30;
+/// nor past this many in one buffer (wgpu's default limit of a storage buffer binding).
+const MAX_BUFFER: usize = 1 << 27;
+
 /// Settings of a gate run.
 #[derive(Clone, Debug)]
 pub struct GateOptions {
     pub proof: ProofOptions,
     /// The speed half's pass mark: `default`'s time / the arm's must reach it.
     pub threshold: f64,
-    /// Lanes per dispatch of the speed half (rounded to whole cubes).
+    /// Lanes per dispatch of the speed half to start from (rounded to whole cubes); scaled up by
+    /// 4× until `default` takes [`MIN_KERNEL`] per dispatch, within 1 GiB of buffers and 128 MiB
+    /// per buffer.
     pub lanes: u32,
     pub dispatches: usize,
     pub rounds: usize,
@@ -74,9 +85,39 @@ pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client
     let profile = hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
     Ok(CodeHashes {
         codegen: Codegen::of(profile.backend).name().to_string(),
-        arm: code_hash(&without_kernel_names(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
-        default: code_hash(&without_kernel_names(&lowering::source(entry, lifted, &profile, Which::Default, host)?)),
+        arm: code_hash(&canonical(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
+        default: code_hash(&canonical(&lowering::source(entry, lifted, &profile, Which::Default, host)?)),
     })
+}
+
+/// `code` as hashed: kernel names removed ([`without_kernel_names`]) and CubeCL's variables
+/// (`v41`, `info_v42`) renumbered in order of first appearance, so the hash does not depend on
+/// how many ids the process allocated before.
+pub fn canonical(code: &str) -> String {
+    let code = without_kernel_names(code);
+    let bytes = code.as_bytes();
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out = String::with_capacity(code.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes[i] == b'v'
+            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric()) || bytes[i - 1] == b'_')
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+        if starts {
+            let end = i + 1 + bytes[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if !bytes.get(end).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+                let next = seen.len();
+                let n = *seen.entry(&code[i..end]).or_insert(next);
+                out.push_str(&format!("v{n}"));
+                i = end;
+                continue;
+            }
+        }
+        let ch = code[i..].chars().next().expect("in bounds");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
 }
 
 /// `code` with CubeCL's kernel names (`kernel_416b0a91`: a hash of the kernel's id, which differs
@@ -216,10 +257,35 @@ fn time(
             return Err(reason);
         }
     }
-    let cubes = options.lanes.div_ceil(lifted.cube_dim).max(1);
-    let inputs = proof::recipe_inputs(lifted, cubes, options.proof.seed);
-    let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm);
-    let default_args = proof::launch_args(device, lifted, cubes, &inputs, default);
+    // Scale the recipe up until one dispatch of `default` takes at least `MIN_KERNEL`: a lifted
+    // island is a few instructions per lane, and at 2^20 lanes a GPU runs it in less time than a
+    // launch costs, so launch jitter (±5 %) would decide a 0.97 threshold.
+    let per_cube: Vec<usize> = lifted
+        .params
+        .iter()
+        .map(|p| match p.shape {
+            proof::Shape::Lane => lifted.cube_dim as usize * p.value_size(),
+            proof::Shape::Cube(n) => n as usize * p.value_size(),
+        })
+        .chain(lifted.output_value_size().map(|s| s * lifted.cube_dim as usize))
+        .collect();
+    let total = per_cube.iter().sum::<usize>().max(1);
+    let largest = per_cube.iter().copied().max().unwrap_or(1).max(1);
+    // Cubes are launched along x only: stay within the device's limit there (65535 on wgpu).
+    let max_x = device.properties().hardware.max_cube_count.0.max(1) as usize;
+    let max_cubes = (MAX_BYTES / total).min(MAX_BUFFER / largest).min(max_x).clamp(1, u32::MAX as usize / lifted.cube_dim as usize) as u32;
+    let mut cubes = options.lanes.div_ceil(lifted.cube_dim).clamp(1, max_cubes);
+    let (arm_args, default_args) = loop {
+        let inputs = proof::recipe_inputs(lifted, cubes, options.proof.seed);
+        let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm);
+        let default_args = proof::launch_args(device, lifted, cubes, &inputs, default);
+        let once = catch_unwind(AssertUnwindSafe(|| crate::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))))
+            .map_err(|p| format!("a launch panicked: {}", proof::panic_text(&p)))??;
+        if once >= MIN_KERNEL || cubes >= max_cubes {
+            break (arm_args, default_args);
+        }
+        cubes = cubes.saturating_mul(4).min(max_cubes);
+    };
     let measured = catch_unwind(AssertUnwindSafe(|| {
         crate::bench::side_by_side(
             device,
@@ -270,6 +336,15 @@ mod tests {
         assert_eq!(super::without_kernel_names(debug), super::without_kernel_names(release));
         assert_eq!(super::without_kernel_names(debug), "__global__ void kernel(int* v) { kernel_info_st x; }");
         assert_ne!(super::without_kernel_names("a + b"), super::without_kernel_names("a - b"));
+    }
+
+    #[test]
+    fn variables_are_renumbered_by_first_use() {
+        let a = "int const v41 = x; info_v42 = v41 + v7; uint4 w; v41v;";
+        let b = "int const v3 = x; info_v9 = v3 + v1; uint4 w; v41v;";
+        assert_eq!(super::canonical(a), super::canonical(b));
+        assert_eq!(super::canonical(a), "int const v0 = x; info_v1 = v0 + v2; uint4 w; v41v;");
+        assert_ne!(super::canonical("v1 + v2"), super::canonical("v1 + v1"));
     }
 
     #[test]
