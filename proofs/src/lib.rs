@@ -20,6 +20,7 @@
 pub mod census;
 pub mod conformance;
 pub mod independence;
+pub mod ledger;
 pub mod lowering;
 pub mod registry_scan;
 
@@ -218,10 +219,12 @@ pub fn run(mut trials: Vec<Trial>) -> ! {
 }
 
 /// The harness of a crate with islands: the proofs of its arms, its registry check, the
-/// lowering check of its arms and intrinsics, and their conformance on every device runtime
-/// the build has.
+/// lowering check of its arms and intrinsics, their conformance on every device runtime the
+/// build has, and whether its committed ledger records of the present Vulkan device still hold.
 pub fn main(krate: &'static str, sources: String) -> ! {
-    let mut trials = proof_trials(&[krate]);
+    let crates: &'static [&'static str] = Box::leak(Box::new([krate]));
+    let mut trials = proof_trials(crates);
+    trials.extend(ledger::trials(crates));
     trials.extend(registry_trials(&[(krate, sources)]));
     trials.extend(lowering::trials(&[krate]));
     trials.extend(conformance_trials(&[krate]));

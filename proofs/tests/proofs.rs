@@ -20,6 +20,8 @@ fn main() {
     ]));
     trials.extend(examples::trials());
     trials.extend(ledger::trials());
+    // The fixtures (crate `proofs`) keep no ledger.
+    trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics"]));
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];
     let ours = OURS;
     trials.push(proofs::census::trial(concat!(env!("CARGO_MANIFEST_DIR"), "/census.json").into(), OURS));

@@ -1,0 +1,68 @@
+//! The ledger's records in CI: the committed records of the present Vulkan device (lavapipe on a
+//! machine without a GPU) must still hold for the build: same code hashes, same verdicts of the
+//! bit-exact half, and a record for every arm the device selects.
+
+use crate::cpu;
+use island_runtime::fingerprint::Fingerprint;
+use island_runtime::gate::{self, GateOptions};
+use island_runtime::ledger::{self, Record};
+use island_runtime::registry;
+use island_runtime::runtimes::RuntimeName;
+use libtest_mimic::{Completion, Failed, Trial};
+
+/// The currency trial for the records of `crates` (when the build has the `vulkan` runtime).
+pub fn trials(crates: &'static [&'static str]) -> Vec<Trial> {
+    if !RuntimeName::Vulkan.built() {
+        return Vec::new();
+    }
+    vec![Trial::ignorable_test("ledger::committed_vulkan_records_are_current", move || committed_records_are_current(crates)).with_kind("ledger")]
+}
+
+/// The committed records of the present Vulkan device: their code hashes are the build's, and
+/// re-running the bit-exact half gives the same verdicts. Timings are not compared (a shared
+/// 2-core machine's timings are noise). Ignored, with the reason, when no record names this
+/// exact device (another machine's lavapipe names another LLVM or vector width).
+fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> {
+    let device = RuntimeName::Vulkan.client()?;
+    let cpu = cpu()?;
+    let here = Fingerprint::of_client(&device).ok_or("the Vulkan device has no fingerprint")?;
+    let ours = |island: &str| registry::arms().iter().any(|e| e.site.id == island && crates.contains(&e.krate));
+    let records: Vec<Record> = ledger::records().iter().filter(|r| r.device == here && ours(&r.island)).cloned().collect();
+    if records.is_empty() {
+        return Ok(Completion::ignored_with(format!("no committed record names {here}")));
+    }
+    let options = GateOptions { speed: false, ..GateOptions::default() };
+    let mut problems = Vec::new();
+    for r in &records {
+        let Some(entry) = registry::arms().iter().copied().find(|e| e.site.id == r.island && e.spec().label == r.arm) else {
+            problems.push(format!("{} `{}`: recorded, but no such arm is registered", r.island, r.arm));
+            continue;
+        };
+        let Some(now) = gate::gate(entry, &device, &cpu, &options) else {
+            problems.push(format!("{} `{}`: recorded, but the device no longer selects it", r.island, r.arm));
+            continue;
+        };
+        if now.code != r.code {
+            problems.push(format!("{} `{}`: the generated code changed since the record ({:?} → {:?})", r.island, r.arm, r.code, now.code));
+        }
+        if now.proof.verdict != r.proof.verdict || now.conformance.verdict != r.conformance.verdict || now.conformance.instructions != r.conformance.instructions {
+            problems.push(format!(
+                "{} `{}`: recorded proof {}, conformance {} {:?}; now {}, {} {:?}",
+                r.island, r.arm, r.proof.verdict, r.conformance.verdict, r.conformance.instructions,
+                now.proof.verdict, now.conformance.verdict, now.conformance.instructions
+            ));
+        }
+    }
+    for entry in registry::arms().iter().filter(|e| crates.contains(&e.krate)) {
+        if let Some(now) = gate::gate(entry, &device, &cpu, &GateOptions { speed: false, ..GateOptions::default() })
+            && !records.iter().any(|r| r.island == now.island && r.arm == now.arm)
+        {
+            problems.push(format!("{} `{}`: selected on this device, but has no record", now.island, now.arm));
+        }
+    }
+    if problems.is_empty() {
+        Ok(Completion::Completed)
+    } else {
+        Err(format!("{} records of {here} are not current (re-run `islands gate --runtime vulkan`):\n{}", problems.len(), problems.join("\n")).into())
+    }
+}
