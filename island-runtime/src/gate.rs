@@ -277,8 +277,8 @@ fn time(
     let mut cubes = options.lanes.div_ceil(lifted.cube_dim).clamp(1, max_cubes);
     let (arm_args, default_args) = loop {
         let inputs = proof::recipe_inputs(lifted, cubes, options.proof.seed);
-        let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm);
-        let default_args = proof::launch_args(device, lifted, cubes, &inputs, default);
+        let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm, 0);
+        let default_args = proof::launch_args(device, lifted, cubes, &inputs, default, 0);
         let once = catch_unwind(AssertUnwindSafe(|| crate::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))))
             .map_err(|p| format!("a launch panicked: {}", proof::panic_text(&p)))??;
         if once >= MIN_KERNEL || cubes >= max_cubes {

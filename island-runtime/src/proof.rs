@@ -540,9 +540,17 @@ pub fn recipe_inputs(lifted: &Lifted, cubes: u32, seed: u64) -> Vec<Vec<u8>> {
     fill_inputs(lifted, &groups_of(lifted, cubes), seed)
 }
 
-/// Launch arguments of the lifted island over `cubes` cubes with `inputs` (and an output
-/// buffer), for repeated dispatch: the buffers are created here, once.
-pub fn launch_args<'a>(client: &'a Client, lifted: &'static Lifted, cubes: u32, inputs: &[Vec<u8>], target: Target) -> LaunchArgs<'a> {
+/// Launch arguments of the lifted island over `cubes` cubes with `inputs` and an output buffer
+/// filled with `poison` bytes; the buffers are created here, once (a bench dispatches them again
+/// and again).
+pub fn launch_args<'a>(
+    client: &'a Client,
+    lifted: &'static Lifted,
+    cubes: u32,
+    inputs: &[Vec<u8>],
+    target: Target,
+    poison: u8,
+) -> LaunchArgs<'a> {
     let lanes = (cubes * lifted.cube_dim) as usize;
     let mut buffers: Vec<(Handle, usize)> = inputs
         .iter()
@@ -550,7 +558,7 @@ pub fn launch_args<'a>(client: &'a Client, lifted: &'static Lifted, cubes: u32, 
         .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / p.value_size()))
         .collect();
     if let Some(size) = lifted.output_value_size() {
-        buffers.push((client.empty(lanes * size), lanes));
+        buffers.push((client.create_from_slice(&vec![poison; lanes * size]), lanes));
     }
     LaunchArgs { client, cubes, cube_dim: lifted.cube_dim, buffers, target }
 }
@@ -584,19 +592,9 @@ fn execute(
     if let Some(reason) = crate::lowering::launch_hazard(lifted, target, client) {
         return Err(reason);
     }
-    let lanes = (cubes * lifted.cube_dim) as usize;
-    let mut buffers: Vec<(Handle, usize)> = inputs
-        .iter()
-        .zip(lifted.params)
-        .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / p.value_size()))
-        .collect();
-    if let Some(size) = lifted.output_value_size() {
-        // Poisoned differently in the two runs, so a lane neither run writes still differs.
-        let poisoned = vec![poison; lanes * size];
-        buffers.push((client.create_from_slice(&poisoned), lanes));
-    }
-    let handles: Vec<Handle> = buffers.iter().map(|(h, _)| h.clone()).collect();
-    let args = LaunchArgs { client, cubes, cube_dim: lifted.cube_dim, buffers, target };
+    // Poisoned differently in the two runs, so a lane neither run writes still differs.
+    let args = launch_args(client, lifted, cubes, inputs, target, poison);
+    let handles: Vec<Handle> = args.buffers.iter().map(|(h, _)| h.clone()).collect();
     let launched = catch_unwind(AssertUnwindSafe(|| (lifted.launch)(&args)));
     if let Err(panic) = launched {
         return Err(format!("launch panicked: {}", panic_text(&panic)));

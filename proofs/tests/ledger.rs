@@ -75,7 +75,7 @@ fn output(entry: &'static ArmEntry, target: Target) -> Result<Vec<u8>, Failed> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return Err("the fixture has no proof kernel".into()) };
     let cpu = proofs::cpu()?;
     let inputs = proof::recipe_inputs(lifted, 4, 7);
-    let args = proof::launch_args(&cpu, lifted, 4, &inputs, target);
+    let args = proof::launch_args(&cpu, lifted, 4, &inputs, target, 0);
     (lifted.launch)(&args);
     let out = args.buffers.last().ok_or("no output buffer")?.0.clone();
     Ok(proof::read(&cpu, out)?)
