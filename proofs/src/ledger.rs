@@ -31,17 +31,18 @@ fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> 
     if records.is_empty() {
         return Ok(Completion::ignored_with(format!("no committed record names {here}")));
     }
+    // Each arm the device selects is gated once, then held against its record.
     let options = GateOptions { speed: false, ..GateOptions::default() };
     let mut problems = Vec::new();
-    for r in &records {
-        let Some(entry) = registry::arms().iter().copied().find(|e| e.site.id == r.island && e.spec().label == r.arm) else {
-            problems.push(format!("{} `{}`: recorded, but no such arm is registered", r.island, r.arm));
+    let mut matched = vec![false; records.len()];
+    for entry in registry::arms().iter().filter(|e| crates.contains(&e.krate)) {
+        let Some(now) = gate::gate(entry, &device, &cpu, &options) else { continue };
+        let Some(i) = records.iter().position(|r| r.island == now.island && r.arm == now.arm) else {
+            problems.push(format!("{} `{}`: selected on this device, but has no record", now.island, now.arm));
             continue;
         };
-        let Some(now) = gate::gate(entry, &device, &cpu, &options) else {
-            problems.push(format!("{} `{}`: recorded, but the device no longer selects it", r.island, r.arm));
-            continue;
-        };
+        matched[i] = true;
+        let r = &records[i];
         if now.code != r.code {
             problems.push(format!("{} `{}`: the generated code changed since the record ({:?} → {:?})", r.island, r.arm, r.code, now.code));
         }
@@ -53,12 +54,8 @@ fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> 
             ));
         }
     }
-    for entry in registry::arms().iter().filter(|e| crates.contains(&e.krate)) {
-        if let Some(now) = gate::gate(entry, &device, &cpu, &GateOptions { speed: false, ..GateOptions::default() })
-            && !records.iter().any(|r| r.island == now.island && r.arm == now.arm)
-        {
-            problems.push(format!("{} `{}`: selected on this device, but has no record", now.island, now.arm));
-        }
+    for (r, _) in records.iter().zip(&matched).filter(|(_, m)| !**m) {
+        problems.push(format!("{} `{}`: recorded, but no registered arm of that name is selected on this device", r.island, r.arm));
     }
     if problems.is_empty() {
         Ok(Completion::Completed)
