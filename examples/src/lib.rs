@@ -14,7 +14,3 @@ pub mod q8_matvec;
 pub mod rmsnorm;
 pub mod rows;
 
-/// `docs/quickstart.md`, whose examples are compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/quickstart.md")]
-pub struct QuickstartDocs;

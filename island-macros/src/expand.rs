@@ -66,6 +66,8 @@ pub fn selection(island: &Island, cx: &Context) -> Expr {
 /// The items beside the function: the site, the registrations, and
 /// `mod __islands_<fn>_<n>` with the lifted proof kernel.
 pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
+    let rt = crate::paths::runtime();
+    let cubecl = crate::paths::cubecl();
     let module = module_name(cx);
     let site = site_name(cx);
     let function = cx.function.to_string();
@@ -76,13 +78,13 @@ pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
         None => TokenStream::new(),
     };
     let expect = match cx.expect {
-        Expect::Equal => quote!(::island_runtime::Expect::Equal),
-        Expect::Mismatch => quote!(::island_runtime::Expect::Mismatch),
-        Expect::NativeMismatch => quote!(::island_runtime::Expect::NativeMismatch),
+        Expect::Equal => quote!(#rt::Expect::Equal),
+        Expect::Mismatch => quote!(#rt::Expect::Mismatch),
+        Expect::NativeMismatch => quote!(#rt::Expect::NativeMismatch),
     };
     let proof_spec = match &island.proof {
-        Some(_) => quote!(::island_runtime::proof::ProofSpec::Lifted(&#module::LIFTED)),
-        None => quote!(::island_runtime::proof::ProofSpec::Unprovable(
+        Some(_) => quote!(#rt::proof::ProofSpec::Lifted(&#module::LIFTED)),
+        None => quote!(#rt::proof::ProofSpec::Unprovable(
             "the island declares no proof signature (`proof(…) -> T;`), so it cannot be lifted into a proof kernel"
         )),
     };
@@ -90,8 +92,8 @@ pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
         let line = quote_spanned!(arm.span=> line!());
         let column = quote_spanned!(arm.span=> column!());
         quote! {
-            ::island_runtime::__private::inventory::submit! {
-                ::island_runtime::ArmEntry {
+            #rt::__private::inventory::submit! {
+                #rt::ArmEntry {
                     krate: env!("CARGO_PKG_NAME"),
                     function: concat!(module_path!(), "::", #function),
                     site: &#site,
@@ -111,7 +113,7 @@ pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
             #[allow(non_snake_case, non_upper_case_globals, unused_imports, unused_mut, unused_variables, unused_braces, clippy::all)]
             mod #module {
                 use super::*;
-                use ::cubecl::prelude::{cube, ABSOLUTE_POS, CUBE_POS};
+                use #cubecl::{self as cubecl, prelude::{cube, ABSOLUTE_POS, CUBE_POS}};
                 #proof
             }
         }
@@ -119,7 +121,7 @@ pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
     quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals)]
-        static #site: ::island_runtime::Site = ::island_runtime::Site {
+        static #site: #rt::Site = #rt::Site {
             id: concat!(module_path!(), #id),
             arms: &[#(#specs),*],
         };
@@ -130,23 +132,25 @@ pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
 }
 
 fn arm_spec(arm: &Arm) -> TokenStream {
+    let rt = crate::paths::runtime();
     let label = arm.label();
     let Pattern::Backends(keys) = &arm.pattern else { unreachable!("only accelerated arms have specs") };
     let backends = keys.iter().map(|k| {
         let v = Ident::new(k.variant, Span::call_site());
-        quote!(::island_runtime::Backend::#v)
+        quote!(#rt::Backend::#v)
     });
     let atoms = arm.guard.iter().map(atom);
     quote! {
-        ::island_runtime::ArmSpec {
+        #rt::ArmSpec {
             label: #label,
             backends: &[#(#backends),*],
-            guard: ::island_runtime::Guard(&[#(#atoms),*]),
+            guard: #rt::Guard(&[#(#atoms),*]),
         }
     }
 }
 
 fn atom(atom: &Atom) -> TokenStream {
+    let rt = crate::paths::runtime();
     let cmp = |op: &str| {
         let v = match op {
             "==" => "Eq",
@@ -157,7 +161,7 @@ fn atom(atom: &Atom) -> TokenStream {
             _ => "Ge",
         };
         let v = Ident::new(v, Span::call_site());
-        quote!(::island_runtime::Cmp::#v)
+        quote!(#rt::Cmp::#v)
     };
     let elem = |e: &str| {
         let v = match e {
@@ -169,21 +173,21 @@ fn atom(atom: &Atom) -> TokenStream {
             _ => "F32",
         };
         let v = Ident::new(v, Span::call_site());
-        quote!(::island_runtime::Elem::#v)
+        quote!(#rt::Elem::#v)
     };
     match &atom.kind {
         AtomKind::Sm(op, v) => {
             let c = cmp(op);
-            quote!(::island_runtime::Atom::Sm(#c, #v))
+            quote!(#rt::Atom::Sm(#c, #v))
         }
         AtomKind::Plane(op, v) => {
             let c = cmp(op);
-            quote!(::island_runtime::Atom::Plane(#c, #v))
+            quote!(#rt::Atom::Plane(#c, #v))
         }
-        AtomKind::Dp4a => quote!(::island_runtime::Atom::Dp4a),
+        AtomKind::Dp4a => quote!(#rt::Atom::Dp4a),
         AtomKind::Cmma { a, b, acc, m, n, k } => {
             let (a, b, acc) = (elem(a), elem(b), elem(acc));
-            quote!(::island_runtime::Atom::Cmma(::island_runtime::Mma { a: #a, b: #b, acc: #acc, m: #m, n: #n, k: #k }))
+            quote!(#rt::Atom::Cmma(#rt::Mma { a: #a, b: #b, acc: #acc, m: #m, n: #n, k: #k }))
         }
     }
 }
@@ -191,6 +195,8 @@ fn atom(atom: &Atom) -> TokenStream {
 /// The lifted proof kernel: each lane loads the declared inputs, evaluates the island, stores
 /// its value.
 fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
+    let rt = crate::paths::runtime();
+    let cubecl = crate::paths::cubecl();
     let tag = cx.tag;
     let mut params = Vec::new();
     let mut loads = Vec::new();
@@ -204,11 +210,11 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                 params.push(quote!(#buffer: &[#ty]));
                 loads.push(quote!(let #name: #ty = #buffer[ABSOLUTE_POS];));
                 descs.push(quote! {
-                    ::island_runtime::proof::Param {
+                    #rt::proof::Param {
                         name: #label,
-                        kind: <#ty as ::island_runtime::ProofValue>::KIND,
-                        width: <#ty as ::island_runtime::ProofValue>::WIDTH,
-                        shape: ::island_runtime::proof::Shape::Lane,
+                        kind: <#ty as #rt::ProofValue>::KIND,
+                        width: <#ty as #rt::ProofValue>::WIDTH,
+                        shape: #rt::proof::Shape::Lane,
                         mutable: false,
                     }
                 });
@@ -226,11 +232,11 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                     loads.push(quote!(let #name = &#buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];));
                 }
                 descs.push(quote! {
-                    ::island_runtime::proof::Param {
+                    #rt::proof::Param {
                         name: #label,
-                        kind: <#elem as ::island_runtime::ProofValue>::KIND,
-                        width: <#elem as ::island_runtime::ProofValue>::WIDTH,
-                        shape: ::island_runtime::proof::Shape::Cube(#len),
+                        kind: <#elem as #rt::ProofValue>::KIND,
+                        width: <#elem as #rt::ProofValue>::WIDTH,
+                        shape: #rt::proof::Shape::Cube(#len),
                         mutable: #mutable,
                     }
                 });
@@ -241,8 +247,8 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
         Some(ty) => (
             quote!(__out: &mut [#ty],),
             quote!(let __value: #ty = #select; __out[ABSOLUTE_POS] = __value;),
-            quote!(::core::option::Option::Some(<#ty as ::island_runtime::ProofValue>::KIND)),
-            quote!(<#ty as ::island_runtime::ProofValue>::WIDTH),
+            quote!(::core::option::Option::Some(<#ty as #rt::ProofValue>::KIND)),
+            quote!(<#ty as #rt::ProofValue>::WIDTH),
         ),
         None => (quote!(), quote!(#select;), quote!(::core::option::Option::None), quote!(1)),
     };
@@ -251,23 +257,23 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
     let cube_dim = sig.cube_dim.map_or(64, |(v, _)| v);
     let lanes = sig.lanes.unwrap_or(0);
     let contract = match &sig.contract {
-        None => quote!(::island_runtime::Contract::Exact),
+        None => quote!(#rt::Contract::Exact),
         Some(ContractSpec::Ulp { ulps, reason }) => {
-            quote!(::island_runtime::Contract::Ulp { ulps: #ulps, reason: #reason })
+            quote!(#rt::Contract::Ulp { ulps: #ulps, reason: #reason })
         }
         Some(ContractSpec::Accumulation { terms, reason }) => {
-            quote!(::island_runtime::Contract::Accumulation { terms: #terms, reason: #reason })
+            quote!(#rt::Contract::Accumulation { terms: #terms, reason: #reason })
         }
     };
     let define_args = (0..buffers).map(|i| quote!(args.buffer(#i)));
     quote! {
         #[cube(launch, create_dummy_kernel)]
-        pub fn kernel(#(#params,)* #out_param #[comptime] #tag: ::island_runtime::Target) {
+        pub fn kernel(#(#params,)* #out_param #[comptime] #tag: #rt::Target) {
             #(#loads)*
             #store
         }
 
-        pub static LIFTED: ::island_runtime::proof::Lifted = ::island_runtime::proof::Lifted {
+        pub static LIFTED: #rt::proof::Lifted = #rt::proof::Lifted {
             params: &[#(#descs),*],
             output: #out_kind,
             output_width: #out_width,
@@ -278,17 +284,17 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             define: define_lifted,
         };
 
-        fn launch_lifted(args: &::island_runtime::proof::LaunchArgs<'_>) {
+        fn launch_lifted(args: &#rt::proof::LaunchArgs<'_>) {
             kernel::launch(args.client, args.cube_count(), args.cube_dim(), #(#args,)* args.target());
         }
 
         fn define_lifted(
-            args: &::island_runtime::proof::LaunchArgs<'_>,
-            device: ::island_runtime::__private::Arc<::cubecl::prelude::DeviceProperties>,
-            target: ::island_runtime::__private::Arc<::cubecl::prelude::TargetProperties>,
-        ) -> ::island_runtime::proof::Definition {
+            args: &#rt::proof::LaunchArgs<'_>,
+            device: #rt::__private::Arc<#cubecl::prelude::DeviceProperties>,
+            target: #rt::__private::Arc<#cubecl::prelude::TargetProperties>,
+        ) -> #rt::proof::Definition {
             let kernel = kernel::create_dummy_kernel(device, target, args.cube_count(), args.cube_dim(), #(#define_args,)* args.target());
-            ::island_runtime::proof::define(&kernel)
+            #rt::proof::define(&kernel)
         }
     }
 }

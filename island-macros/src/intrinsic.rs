@@ -105,6 +105,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let rt = crate::paths::runtime();
     let args: Args = syn::parse2(attr)?;
     let mut module: ItemMod = syn::parse2(item)?;
     let Some((_, items)) = &mut module.content else {
@@ -178,7 +179,7 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #[allow(dead_code)]
         const #unique: () = ();
 
-        ::island_runtime::register_intrinsic! {
+        #rt::register_intrinsic! {
             name: #name,
             summary: #summary,
             check: #check,
@@ -189,6 +190,7 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
 
 /// `pub fn call(<emulate's parameters>, #[comptime] target: Target) -> <emulate's return>`.
 fn dispatcher(emulate: &ItemFn, args: &Args) -> syn::Result<TokenStream> {
+    let rt = crate::paths::runtime();
     let params: Vec<&FnArg> = emulate.sig.inputs.iter().collect();
     let output = &emulate.sig.output;
     let generics = &emulate.sig.generics;
@@ -204,7 +206,7 @@ fn dispatcher(emulate: &ItemFn, args: &Args) -> syn::Result<TokenStream> {
         .collect::<syn::Result<_>>()?;
     let name = &args.name;
     let mut body = quote! {{
-        comptime!(::island_runtime::intrinsic::note_emulated(#name, &target));
+        comptime!(#rt::intrinsic::note_emulated(#name, &target));
         emulate(#(#names),*)
     }};
     for row in args.lowerings.iter().rev() {
@@ -214,7 +216,7 @@ fn dispatcher(emulate: &ItemFn, args: &Args) -> syn::Result<TokenStream> {
             Span::call_site(),
         );
         body = quote! {
-            if comptime!(target.native_on(::island_runtime::Backend::#variant)) {
+            if comptime!(target.native_on(#rt::Backend::#variant)) {
                 #backend(#(#names),*)
             } else {
                 #body
@@ -229,7 +231,7 @@ fn dispatcher(emulate: &ItemFn, args: &Args) -> syn::Result<TokenStream> {
     Ok(quote! {
         #[doc = #doc]
         #[cube]
-        pub fn call #generics (#(#params,)* #[comptime] target: ::island_runtime::Target) #output {
+        pub fn call #generics (#(#params,)* #[comptime] target: #rt::Target) #output {
             #body
         }
     })

@@ -112,6 +112,7 @@ fn tag_param(
     is_kernel: bool,
     errors: &mut Vec<syn::Error>,
 ) -> Result<Option<TagParam>, ()> {
+    let rt = crate::paths::runtime();
     let params: Vec<(Ident, &syn::PatType)> = func
         .sig
         .inputs
@@ -159,7 +160,7 @@ fn tag_param(
     }
     if is_kernel {
         let name = Ident::new("target", Span::call_site());
-        func.sig.inputs.push(syn::parse_quote!(#[comptime] #name: ::island_runtime::Target));
+        func.sig.inputs.push(syn::parse_quote!(#[comptime] #name: #rt::Target));
         return Ok(Some(TagParam { name }));
     }
     Ok(None)
@@ -264,6 +265,8 @@ impl VisitMut for Rewriter {
 /// re-exports it with two launch paths in front: `launch` fills the tag from the client,
 /// `launch_with` takes any tag (to force an arm).
 fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> TokenStream {
+    let rt = crate::paths::runtime();
+    let cubecl = crate::paths::cubecl();
     let name = func.sig.ident.clone();
     let inner = format_ident!("__islands_kernel_{}", name);
     func.sig.ident = inner.clone();
@@ -282,7 +285,7 @@ fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> Toke
         let is_tag = tag.is_some_and(|t| t == ident);
         let comptime = pt.attrs.iter().any(|a| a.path().is_ident("comptime"));
         if is_tag {
-            call.push(quote!(::island_runtime::Target::for_client(__client)));
+            call.push(quote!(#rt::Target::for_client(__client)));
             call_with.push(quote!(#ident));
             continue;
         }
@@ -302,9 +305,9 @@ fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> Toke
             #[doc = #doc_auto]
             #[allow(clippy::too_many_arguments)]
             pub fn launch #generics (
-                __client: &::cubecl::prelude::Client,
-                __cube_count: ::cubecl::prelude::CubeCount,
-                __cube_dim: ::cubecl::prelude::CubeDim,
+                __client: &#cubecl::prelude::Client,
+                __cube_count: #cubecl::prelude::CubeCount,
+                __cube_dim: #cubecl::prelude::CubeDim,
                 #(#params,)*
             ) #where_clause {
                 super::#inner::launch #turbofish (__client, __cube_count, __cube_dim, #(#call),*)
@@ -313,11 +316,11 @@ fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> Toke
             #[doc = #doc_with]
             #[allow(clippy::too_many_arguments)]
             pub fn launch_with #generics (
-                __client: &::cubecl::prelude::Client,
-                __cube_count: ::cubecl::prelude::CubeCount,
-                __cube_dim: ::cubecl::prelude::CubeDim,
+                __client: &#cubecl::prelude::Client,
+                __cube_count: #cubecl::prelude::CubeCount,
+                __cube_dim: #cubecl::prelude::CubeDim,
                 #(#params,)*
-                #tag_ident: ::island_runtime::Target,
+                #tag_ident: #rt::Target,
             ) #where_clause {
                 super::#inner::launch #turbofish (__client, __cube_count, __cube_dim, #(#call_with),*)
             }
@@ -331,9 +334,9 @@ fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> Toke
             /// As for CubeCL's `launch_unchecked`: no out-of-bounds access, no endless loop.
             #[allow(clippy::too_many_arguments)]
             pub unsafe fn launch_unchecked #generics (
-                __client: &::cubecl::prelude::Client,
-                __cube_count: ::cubecl::prelude::CubeCount,
-                __cube_dim: ::cubecl::prelude::CubeDim,
+                __client: &#cubecl::prelude::Client,
+                __cube_count: #cubecl::prelude::CubeCount,
+                __cube_dim: #cubecl::prelude::CubeDim,
                 #(#params,)*
             ) #where_clause {
                 unsafe { super::#inner::launch_unchecked #turbofish (__client, __cube_count, __cube_dim, #(#call),*) }
@@ -345,11 +348,11 @@ fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> Toke
             /// As for CubeCL's `launch_unchecked`: no out-of-bounds access, no endless loop.
             #[allow(clippy::too_many_arguments)]
             pub unsafe fn launch_unchecked_with #generics (
-                __client: &::cubecl::prelude::Client,
-                __cube_count: ::cubecl::prelude::CubeCount,
-                __cube_dim: ::cubecl::prelude::CubeDim,
+                __client: &#cubecl::prelude::Client,
+                __cube_count: #cubecl::prelude::CubeCount,
+                __cube_dim: #cubecl::prelude::CubeDim,
                 #(#params,)*
-                #tag_ident: ::island_runtime::Target,
+                #tag_ident: #rt::Target,
             ) #where_clause {
                 unsafe { super::#inner::launch_unchecked #turbofish (__client, __cube_count, __cube_dim, #(#call_with),*) }
             }
@@ -370,9 +373,10 @@ fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> Toke
 
 /// `RuntimeArg<T>` for a runtime parameter of type `&T`, `&mut T` or `T`.
 fn runtime_arg(ty: &Type) -> TokenStream {
+    let cubecl = crate::paths::cubecl();
     let inner = match ty {
         Type::Reference(r) => &*r.elem,
         other => other,
     };
-    quote!(::cubecl::RuntimeArg<#inner>)
+    quote!(#cubecl::RuntimeArg<#inner>)
 }

@@ -13,6 +13,7 @@ mod expand;
 mod intrinsic;
 mod kernel;
 mod parse;
+mod paths;
 mod validate;
 
 use proc_macro::TokenStream;

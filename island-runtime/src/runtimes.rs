@@ -16,10 +16,15 @@ pub enum RuntimeName {
     Wgsl,
     /// CUDA, C++ code generation compiled by NVRTC.
     Cuda,
+    /// HIP (AMD), C++ code generation compiled by HIPRTC.
+    Hip,
+    /// wgpu with CubeCL's MSL compiler (Apple).
+    Metal,
 }
 
 impl RuntimeName {
-    pub const ALL: [RuntimeName; 4] = [RuntimeName::Cpu, RuntimeName::Vulkan, RuntimeName::Wgsl, RuntimeName::Cuda];
+    pub const ALL: [RuntimeName; 6] =
+        [RuntimeName::Cpu, RuntimeName::Vulkan, RuntimeName::Wgsl, RuntimeName::Cuda, RuntimeName::Hip, RuntimeName::Metal];
 
     pub fn parse(name: &str) -> Option<RuntimeName> {
         RuntimeName::ALL.into_iter().find(|r| r.as_str() == name)
@@ -31,6 +36,8 @@ impl RuntimeName {
             RuntimeName::Vulkan => "vulkan",
             RuntimeName::Wgsl => "wgsl",
             RuntimeName::Cuda => "cuda",
+            RuntimeName::Hip => "hip",
+            RuntimeName::Metal => "metal",
         }
     }
 
@@ -41,6 +48,8 @@ impl RuntimeName {
             RuntimeName::Vulkan => cfg!(feature = "vulkan"),
             RuntimeName::Wgsl => cfg!(feature = "wgpu"),
             RuntimeName::Cuda => cfg!(feature = "cuda"),
+            RuntimeName::Hip => cfg!(feature = "hip"),
+            RuntimeName::Metal => cfg!(feature = "metal"),
         }
     }
 
@@ -63,6 +72,13 @@ impl RuntimeName {
                 RuntimeName::Wgsl => <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&Default::default()),
                 #[cfg(feature = "cuda")]
                 RuntimeName::Cuda => cubecl::cuda::CudaRuntime::client(&Default::default()),
+                #[cfg(feature = "hip")]
+                RuntimeName::Hip => cubecl::hip::HipRuntime::client(&Default::default()),
+                #[cfg(feature = "metal")]
+                RuntimeName::Metal => {
+                    let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Metal);
+                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&device)
+                }
                 #[allow(unreachable_patterns)]
                 _ => unreachable!("checked by `built`"),
             }

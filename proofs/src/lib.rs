@@ -218,6 +218,23 @@ pub fn run(mut trials: Vec<Trial>) -> ! {
     libtest_mimic::run(&args, trials).exit()
 }
 
+/// The `main` of a crate's proofs test target (`harness = false`): [`main`] for the calling
+/// crate's package and its `src/`.
+///
+/// ```ignore
+/// // tests/islands.rs
+/// use my_kernels as _; // link the crate, so its registrations are seen
+/// proofs::harness!();
+/// ```
+#[macro_export]
+macro_rules! harness {
+    () => {
+        fn main() {
+            $crate::main(::core::env!("CARGO_PKG_NAME"), ::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), "/src").to_string())
+        }
+    };
+}
+
 /// The harness of a crate with islands: the proofs of its arms, its registry check, the
 /// lowering check of its arms and intrinsics, their conformance on every device runtime the
 /// build has, and whether its committed ledger records of the present Vulkan device still hold.

@@ -4,10 +4,9 @@
 
 // This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
 // what launches of its islands consult.
-island_runtime::ledger!();
+islands::ledger!();
 
-use cubecl::prelude::*;
-use island_runtime::prelude::*;
+use islands::prelude::*;
 use island_vendor_byteperm::byte_perm;
 
 #[islands]

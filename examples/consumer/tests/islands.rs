@@ -3,6 +3,4 @@
 
 use island_consumer as _;
 
-fn main() {
-    proofs::main(env!("CARGO_PKG_NAME"), concat!(env!("CARGO_MANIFEST_DIR"), "/src").to_string())
-}
+islands::proofs::harness!();

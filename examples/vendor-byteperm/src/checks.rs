@@ -1,8 +1,7 @@
 //! The intrinsic's check: its CUDA arm against a `default` written another way (the eight bytes
 //! in an array, indexed).
 
-use cubecl::prelude::*;
-use island_runtime::prelude::*;
+use islands::prelude::*;
 
 #[cube]
 fn permute_by_table(a: u32, b: u32, s: u32) -> u32 {

@@ -4,20 +4,20 @@
 
 // This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
 // what launches of its islands consult.
-island_runtime::ledger!();
+islands::ledger!();
 
 
 /// `byte_perm(a, b, s)`: the bytes of `b:a` are numbered 0–7 (`a`'s low byte is 0, `b`'s high
 /// byte is 7); byte `i` of the result is the byte that nibble `i` of `s` selects with its low
 /// three bits, or, if the nibble's top bit is set, that byte's sign (0x00 or 0xff) repeated.
-#[island_runtime::intrinsic(
+#[islands::intrinsic(
     name = "byte_perm",
     summary = "four bytes picked out of eight by selector nibbles, with sign replication (PTX prmt.b32)",
     check = crate::checks::byte_perm,
     lowerings(cuda => "prmt.b32"),
 )]
 pub mod byte_perm {
-    use cubecl::prelude::*;
+    use islands::prelude::*;
 
     /// Native on CUDA: one `prmt.b32`.
     #[cube]
