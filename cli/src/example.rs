@@ -5,7 +5,7 @@
 //! rows. All rows are also compared with the plain-Rust reference, which mirrors `default`
 //! operation for operation and is itself checked against the CPU runtime by the test suite.
 
-use island_examples::{gemm_i8, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
 use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::Target;
 use island_runtime::runtimes::RuntimeName;
@@ -27,7 +27,8 @@ pub fn run(name: &str, client: &Client, rows: usize, cols: usize, cpu_rows: usiz
         "q8-matvec" => q8(client, &cpu, rows, cols, cpu_rows.min(rows)),
         "rmsnorm" => rms(client, &cpu, rows, cols, cpu_rows.min(rows)),
         "gemm-i8" => gemm(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        other => Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm or gemm-i8")),
+        "gemm-f16" => gemm_half(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        other => Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm, gemm-i8 or gemm-f16")),
     }
 }
 
@@ -161,5 +162,33 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
     let mut ok = same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_m * n], &cpu_default, bits);
     ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, bits);
     ok &= same("device `default` vs native arms", &device_default, &native, bits);
+    Ok(ok)
+}
+
+fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> Result<bool, String> {
+    use half::f16;
+    let n = m.min(256);
+    let cpu_m = cpu_rows.next_multiple_of(16).min(m);
+    gemm_f16::check(m, k, n).map_err(|e| e.to_string())?;
+    let mut rng = Rng::new(0x6_e_f_16);
+    let a: Vec<f16> = floats(m * k, &mut rng).into_iter().map(f16::from_f32).collect();
+    let b: Vec<f16> = floats(k * n, &mut rng).into_iter().map(f16::from_f32).collect();
+    let c0 = floats(m * n, &mut rng);
+    let run = |c: &Client, m: usize, target: Target| -> Result<Vec<f32>, String> {
+        let ah = c.create_from_slice(f16::as_bytes(&a[..m * k]));
+        let bh = c.create_from_slice(f16::as_bytes(&b));
+        let ch = c.create_from_slice(f32::as_bytes(&c0[..m * n]));
+        // SAFETY: the handles hold m×k, k×n and m×n values.
+        unsafe { gemm_f16::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
+        Ok(f32::from_bytes(&island_runtime::proof::read(c, ch)?).to_vec())
+    };
+    println!("  (n = {n})");
+    let native = run(client, m, Target::for_client(client))?;
+    let device_default = run(client, m, Target::default_arms(client))?;
+    let cpu_default = run(cpu, cpu_m, Target::for_client(cpu))?;
+    let reference = gemm_f16::reference(m, k, n, &a, &b, &c0);
+    let mut ok = same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_m * n], &cpu_default, f32_bits);
+    ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, f32_bits);
+    ok &= same("device `default` vs native arms", &device_default, &native, f32_bits);
     Ok(ok)
 }

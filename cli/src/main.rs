@@ -7,6 +7,7 @@
 //! islands gate --runtime R [--write DIR] [--bit-exact-only] [FILTER]
 //! islands scoreboard [--json | --markdown | --html]
 //! islands example NAME --runtime R islands bench --runtime R
+//! islands tensor-core --runtime cuda [--tiles N] [--emulated N] [--sample DIR]
 //! ```
 
 use clap::{Parser, Subcommand};
@@ -22,6 +23,7 @@ mod gate;
 mod probe;
 mod scoreboard;
 mod table;
+mod tensor_core;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -162,9 +164,26 @@ enum Command {
         #[arg(long, default_value = "0x9e0be")]
         seed: String,
     },
+    /// The device's f16 and bf16 tensor-core MMA against the measured model of its arithmetic,
+    /// over the adversarial tile set, with a wrong model as the fixture that must fail.
+    TensorCore {
+        #[arg(long, default_value = "cuda")]
+        runtime: String,
+        /// Tiles per format (rounded up to a multiple of 256).
+        #[arg(long, default_value_t = 1 << 20)]
+        tiles: usize,
+        /// Of those, tiles the CubeCL emulation also runs on the CPU runtime.
+        #[arg(long, default_value_t = 2048)]
+        emulated: usize,
+        /// Write the device's outputs of the first `--sample-tiles` tiles to this folder.
+        #[arg(long)]
+        sample: Option<std::path::PathBuf>,
+        #[arg(long, default_value_t = 288)]
+        sample_tiles: usize,
+    },
     /// Runs an example kernel on a runtime and checks it byte for byte against the CPU.
     Example {
-        /// q8-matvec, rmsnorm or gemm-i8.
+        /// q8-matvec, rmsnorm, gemm-i8 or gemm-f16.
         name: String,
         #[arg(long, default_value = "cpu")]
         runtime: String,
@@ -257,6 +276,17 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::TensorCore { runtime, tiles, emulated, sample, sample_tiles } => {
+            let options = tensor_core::Options { tiles, emulated, sample, sample_tiles };
+            match client_of(&runtime).and_then(|d| client_of("cpu").map(|c| (d, c))).and_then(|(d, c)| tensor_core::run(&d, &c, &options)) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Example { name, runtime, rows, cols, cpu_rows } => {
             match client_of(&runtime).and_then(|c| example::run(&name, &c, rows, cols, cpu_rows)) {
                 Ok(true) => ExitCode::SUCCESS,
@@ -310,7 +340,7 @@ fn conform(runtime: &str, json: bool) -> ExitCode {
     // its emulation while the kernel around it computes other bits on this device (its
     // arithmetic, its compiler's contractions): that must fail here too.
     let mut examples_ok = true;
-    for (name, rows, cols, cpu_rows) in [("q8-matvec", 256, 4096, 8), ("rmsnorm", 256, 4096, 4), ("gemm-i8", 256, 256, 16)] {
+    for (name, rows, cols, cpu_rows) in [("q8-matvec", 256, 4096, 8), ("rmsnorm", 256, 4096, 4), ("gemm-i8", 256, 256, 16), ("gemm-f16", 256, 256, 16)] {
         match example::run(name, &device, rows, cols, cpu_rows) {
             Ok(ok) => examples_ok &= ok,
             Err(e) => {

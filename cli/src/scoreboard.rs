@@ -98,6 +98,7 @@ fn status_of(entry: &'static island_runtime::ArmEntry, r: &Record, all: &[Record
                 .trim()
                 .to_string(),
         ),
+        Decision::DeclinedTolerance => ("declined", format!("not bit-exact here: {}", r.proof.contract)),
         Decision::Unverified => ("unverified", r.note.clone().unwrap_or_default()),
     }
 }

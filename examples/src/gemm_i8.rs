@@ -6,7 +6,7 @@
 //! exact in any order: the arm is byte-equal to `default` by construction of its emulation,
 //! and the on-device conformance check shows the tensor cores agree.
 
-use crate::q8_matvec::ShapeError;
+use crate::error::ShapeError;
 use cubecl::prelude::*;
 use island_intrinsics::mma;
 use island_runtime::prelude::*;

@@ -4,11 +4,15 @@
 //!   block-maximum islands.
 //! - [`rmsnorm`]: RMSNorm over rows with the plane-sum island of [`rows`].
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
+//! - [`gemm_f16`]: an f16 tile GEMM with a `cmma` island, bit-exact on sm_90's tensor cores.
+//! - [`error`]: the error they report before launch.
 
 // This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
 // what launches of its islands consult.
 island_runtime::ledger!();
 
+pub mod error;
+pub mod gemm_f16;
 pub mod gemm_i8;
 pub mod q8_matvec;
 pub mod rmsnorm;

@@ -17,6 +17,7 @@
 //! no backend can contract or reorder it: the CPU's `default` result is the definition, and
 //! each backend's output is byte-equal to it.
 
+pub use crate::error::ShapeError;
 use cubecl::prelude::*;
 use half::f16;
 use crate::rows::{LANES, pairwise_sum, row_sum};
@@ -437,18 +438,6 @@ fn group_of(per_row: usize, block: usize) -> (usize, usize) {
     let group = block / 32;
     (group, 32.min(per_row - group * 32))
 }
-
-/// A shape the kernels cannot handle, reported before anything is launched.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShapeError(pub String);
-
-impl std::fmt::Display for ShapeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ShapeError {}
 
 fn check_shape(rows: usize, cols: usize) -> Result<(), ShapeError> {
     if rows == 0 || cols == 0 || !cols.is_multiple_of(BLOCK) {

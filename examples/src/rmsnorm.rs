@@ -7,7 +7,7 @@
 //! backend (Vulkan's own are not promised to be), and the only `a·b + c` is an explicit `fma`,
 //! so nothing is left for a compiler to contract.
 
-use crate::q8_matvec::ShapeError;
+use crate::error::ShapeError;
 use crate::rows::{LANES, pairwise_sum, row_sum, rows_per_cube};
 use cubecl::prelude::*;
 use island_intrinsics::exact;

@@ -27,13 +27,13 @@ pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
 
 /// Refuses, before launch, a run whose row sum would take `default` on lavapipe: that arm uses
 /// shared memory, which CubeCL 0.11 compiles to SPIR-V that crashes lavapipe.
-pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::q8_matvec::ShapeError> {
+pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::error::ShapeError> {
     // The runtime's name first: this runs before every launch, and most runtimes stop here.
     if client.name() == "wgpu<spirv>"
         && island_runtime::lowering::crashes_on_shared_memory(&client.properties().identity.name)
         && !matches!(target.explain(&__ISLANDS_SITE_ROW_SUM_0), island_runtime::Selection::Arm(_))
     {
-        return Err(crate::q8_matvec::ShapeError(format!(
+        return Err(crate::error::ShapeError(format!(
             "on this device ({target}) the row sum takes `default`, {}",
             island_runtime::lowering::SHARED_MEMORY_ON_SPIRV
         )));

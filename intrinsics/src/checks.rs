@@ -158,30 +158,15 @@ pub fn mma_i8(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] target: Target) {
     }
 }
 
-/// The `default` of the f16 tile: products in f32 (exact), summed in `k` order after `c`.
-#[cube]
-fn tile_f16_scalar(a: &[f16], b: &[f16], c: &mut [f32]) {
-    let lane = UNIT_POS % 32;
-    #[unroll]
-    for j in 0..8u32 {
-        let e = lane * 8 + j;
-        let (row, col) = (e / 16, e % 16);
-        let mut sum = c[e as usize];
-        for k in 0..16u32 {
-            sum += f32::cast_from(a[(row * 16 + k) as usize]) * f32::cast_from(b[(k * 16 + col) as usize]);
-        }
-        c[e as usize] = sum;
-    }
-}
-
 #[islands]
 #[cube]
 pub fn mma_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: Target) {
     island! {
         proof(a: &[f16; 256], b: &[f16; 256], c: &mut [f32; 256]), cube_dim = 32,
-            contract = accumulation(32, "tensor cores add f16 products in an order and internal precision NVIDIA does not specify");
+            contract = accumulation(32, "tensor cores add f16 products in an order and internal precision NVIDIA does not specify",
+                                    exact_where = mma::f16_modelled);
         cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
-        default => tile_f16_scalar(a, b, c),
+        default => portable::tile_f16_fused(a, 16u32, b, 16u32, c, 16u32, 1u32),
     }
 }
 

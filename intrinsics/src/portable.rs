@@ -239,3 +239,134 @@ fn round_pack(sign: u32, e: i32, g: u32, sticky: bool) -> u32 {
     }
     sign | bits
 }
+
+/// `acc (16×16) += a (16×16·k_tiles) · b (16·k_tiles×16)`, row-major everywhere, each 16 of `k`
+/// one fused step as sm_90's tensor cores compute it: the 16 exact products and the accumulator
+/// cut to a window 25 bits below the largest exponent (truncated), added exactly, rounded
+/// toward zero (`crate::tensor_core` has the model and its measurement). Lane `l` of a 32-unit
+/// plane computes the outputs `8l … 8l + 7`.
+///
+/// Formulated apart from the emulation: every term is cut by scaling it with a power of two in
+/// f32 (exact) and truncating to an integer; the products are added in two's complement; the
+/// result is normalised by counting bits.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+pub fn tile_f16_fused(a: &[half::f16], lda: u32, b: &[half::f16], ldb: u32, acc: &mut [f32], ldc: u32, #[comptime] k_tiles: u32) {
+    let lane = UNIT_POS % 32;
+    #[unroll]
+    for j in 0..8u32 {
+        let e = lane * 8 + j;
+        let (row, col) = (e / 16, e % 16);
+        let mut d = acc[(row * ldc + col) as usize];
+        for kt in 0..k_tiles {
+            d = fused_step(a, row * lda + kt * 16, b, kt * 16 * ldb + col, ldb, d);
+        }
+        acc[(row * ldc + col) as usize] = d;
+    }
+}
+
+/// The exponent an f16 (given as its exact f32 value's bits) has in its own format, subnormals
+/// and zero at −14.
+#[cube]
+fn half_exponent(bits: u32) -> i32 {
+    max(i32::cast_from((bits >> 23) & 0xff) - 127, -14i32)
+}
+
+/// `2^n` in binary32, for `n` in the normal range.
+#[cube]
+fn pow2(n: i32) -> f32 {
+    f32::reinterpret(u32::cast_from(n + 127) << 23)
+}
+
+/// One fused step: `c + Σ_{i<16} a[a_at + i] · b[b_at + i·ldb]` (see [`tile_f16_fused`]).
+#[cube]
+fn fused_step(a: &[half::f16], a_at: u32, b: &[half::f16], b_at: u32, ldb: u32, c: f32) -> f32 {
+    let cb = u32::reinterpret(c);
+    let c_mag = cb & 0x7fff_ffff;
+    // Specials, from the products' own IEEE results: a NaN anywhere (0 · ∞ included), or
+    // infinities of both signs, make the canonical NaN.
+    let mut nan = c_mag > 0x7f80_0000;
+    let mut up = c_mag == 0x7f80_0000 && cb == c_mag;
+    let mut down = c_mag == 0x7f80_0000 && cb != c_mag;
+    let mut every_zero_negative = cb == 0x8000_0000;
+    // The largest exponent of a nonzero product (`live` once there is one).
+    let mut live = false;
+    let mut top = 0i32;
+    for i in 0..16u32 {
+        let x = f32::cast_from(a[(a_at + i) as usize]);
+        let y = f32::cast_from(b[(b_at + i * ldb) as usize]);
+        let p = u32::reinterpret(x * y);
+        let pm = p & 0x7fff_ffff;
+        nan = nan || pm > 0x7f80_0000;
+        up = up || p == 0x7f80_0000;
+        down = down || p == 0xff80_0000;
+        every_zero_negative = every_zero_negative && p == 0x8000_0000;
+        if pm != 0 && pm < 0x7f80_0000 {
+            let e = half_exponent(u32::reinterpret(x)) + half_exponent(u32::reinterpret(y));
+            top = if live { max(top, e) } else { e };
+            live = true;
+        }
+    }
+    let mut bits = cb;
+    if nan || (up && down) {
+        bits = 0x7fff_ffffu32;
+    } else if up || down {
+        bits = if up { 0x7f80_0000u32 } else { 0xff80_0000u32 };
+    } else if !live {
+        // No nonzero product: the accumulator as it is, or a zero whose sign is negative only
+        // when every term's is.
+        if c_mag == 0 {
+            bits = if every_zero_negative { 0x8000_0000u32 } else { 0u32 };
+        }
+    } else {
+        // The window's last bit weighs 2^lsb; the accumulator joins the frame when it is larger.
+        let c_field = (cb >> 23) & 0xff;
+        let c_exp = max(i32::cast_from(c_field) - 127, -126i32);
+        let e = if c_mag != 0 { max(top, c_exp) } else { top };
+        let lsb = e - 25;
+        // With a nonzero product e ≥ −28, so 2^-lsb is a normal f32 and every scaled term is
+        // exact (or below 1, where truncation makes it 0 whatever a flush does).
+        let scale = pow2(-lsb);
+        let mut s = 0i32;
+        for i in 0..16u32 {
+            let p = f32::cast_from(a[(a_at + i) as usize]) * f32::cast_from(b[(b_at + i * ldb) as usize]);
+            let t = i32::cast_from(u32::cast_from(p.abs() * scale));
+            if u32::reinterpret(p) >> 31 == 1 {
+                s -= t;
+            } else {
+                s += t;
+            }
+        }
+        // |s| < 16 · 2^27 = 2^31: it fits. The accumulator's cut (< 2^26) joins in
+        // sign and magnitude.
+        let tc = u32::cast_from(c.abs() * scale);
+        let c_negative = cb >> 31 == 1;
+        let s_negative = s < 0;
+        let s_mag = u32::cast_from(if s_negative { -s } else { s });
+        let mut negative = s_negative;
+        let mut mag = s_mag + tc;
+        if (s_negative && !c_negative) || (c_negative && !s_negative) {
+            if s_mag >= tc {
+                mag = s_mag - tc;
+            } else {
+                mag = tc - s_mag;
+                negative = c_negative;
+            }
+        }
+        bits = 0u32;
+        if mag != 0 {
+            let mut width = 0u32;
+            for i in 0..32u32 {
+                if (mag >> i) != 0 {
+                    width = i + 1;
+                }
+            }
+            // A nonzero result is at least 2^lsb ≥ 2^-53: always normal; f16 inputs cannot
+            // reach past f32's range.
+            let exp = lsb + i32::cast_from(width) - 1;
+            let sig = if width > 24 { mag >> (width - 24) } else { mag << (24 - width) };
+            bits = (u32::cast_from(negative) << 31) | (u32::cast_from(exp + 127) << 23) | (sig & 0x7f_ffff);
+        }
+    }
+    f32::reinterpret(bits)
+}

@@ -49,8 +49,8 @@ pub enum ParamShape {
 }
 
 pub enum ContractSpec {
-    Ulp { ulps: u32, reason: LitStr },
-    Accumulation { terms: u32, reason: LitStr },
+    Ulp { ulps: u32, reason: LitStr, exact_where: Option<syn::Path> },
+    Accumulation { terms: u32, reason: LitStr, exact_where: Option<syn::Path> },
 }
 
 /// One arm: `cuda | hip if plane == 32 => body`.

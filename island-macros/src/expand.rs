@@ -258,12 +258,18 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
     let lanes = sig.lanes.unwrap_or(0);
     let contract = match &sig.contract {
         None => quote!(#rt::Contract::Exact),
-        Some(ContractSpec::Ulp { ulps, reason }) => {
+        Some(ContractSpec::Ulp { ulps, reason, .. }) => {
             quote!(#rt::Contract::Ulp { ulps: #ulps, reason: #reason })
         }
-        Some(ContractSpec::Accumulation { terms, reason }) => {
+        Some(ContractSpec::Accumulation { terms, reason, .. }) => {
             quote!(#rt::Contract::Accumulation { terms: #terms, reason: #reason })
         }
+    };
+    let exact_where = match &sig.contract {
+        Some(ContractSpec::Ulp { exact_where: Some(path), .. } | ContractSpec::Accumulation { exact_where: Some(path), .. }) => {
+            quote!(::core::option::Option::Some(#path as fn(&#rt::Profile) -> ::core::option::Option<&'static str>))
+        }
+        _ => quote!(::core::option::Option::None),
     };
     let define_args = (0..buffers).map(|i| quote!(args.buffer(#i)));
     quote! {
@@ -280,6 +286,7 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             cube_dim: #cube_dim,
             lanes: #lanes,
             contract: #contract,
+            exact_where: #exact_where,
             launch: launch_lifted,
             define: define_lifted,
         };

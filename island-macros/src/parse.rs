@@ -113,18 +113,32 @@ fn parse_contract(input: ParseStream) -> syn::Result<ContractSpec> {
     let kind: Ident = input.parse()?;
     let content;
     parenthesized!(content in input);
+    let number = |content: ParseStream| -> syn::Result<(LitInt, LitStr, Option<syn::Path>)> {
+        let n: LitInt = content.parse()?;
+        content.parse::<Token![,]>()?;
+        let reason: LitStr = content.parse()?;
+        // `, exact_where = path`: a `fn(&Profile) -> Option<&'static str>` naming the profiles
+        // whose arithmetic the arm's intrinsics model exactly.
+        let mut exact_where = None;
+        if content.peek(Token![,]) {
+            content.parse::<Token![,]>()?;
+            let key: Ident = content.parse()?;
+            if key != "exact_where" {
+                return Err(syn::Error::new(key.span(), format!("unknown contract option `{key}`; expected `exact_where = path`")));
+            }
+            content.parse::<Token![=]>()?;
+            exact_where = Some(content.parse()?);
+        }
+        Ok((n, reason, exact_where))
+    };
     let spec = match kind.to_string().as_str() {
         "ulp" => {
-            let ulps: LitInt = content.parse()?;
-            content.parse::<Token![,]>()?;
-            let reason: LitStr = content.parse()?;
-            ContractSpec::Ulp { ulps: ulps.base10_parse()?, reason }
+            let (ulps, reason, exact_where) = number(&content)?;
+            ContractSpec::Ulp { ulps: ulps.base10_parse()?, reason, exact_where }
         }
         "accumulation" => {
-            let terms: LitInt = content.parse()?;
-            content.parse::<Token![,]>()?;
-            let reason: LitStr = content.parse()?;
-            ContractSpec::Accumulation { terms: terms.base10_parse()?, reason }
+            let (terms, reason, exact_where) = number(&content)?;
+            ContractSpec::Accumulation { terms: terms.base10_parse()?, reason, exact_where }
         }
         other => {
             return Err(syn::Error::new(

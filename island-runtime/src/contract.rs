@@ -26,6 +26,10 @@ pub enum Contract {
     /// (f16: u = 2^-11) or truncates its products misses it by orders of magnitude. Infinities
     /// and NaNs must match as in [`Contract::Exact`]. NOT bit-exact, and always shown as such.
     Accumulation { terms: u32, reason: &'static str },
+    /// Every byte equal, as [`Contract::Exact`], under a measured model of the hardware's
+    /// arithmetic: what an island with a tolerance contract is held to on the profiles whose
+    /// model its intrinsic has measured (`exact_where = …`; tensor-core accumulation on sm_90).
+    Modelled { model: &'static str },
 }
 
 impl Contract {
@@ -39,7 +43,7 @@ impl Contract {
             return true;
         }
         match *self {
-            Contract::Exact => false,
+            Contract::Exact | Contract::Modelled { .. } => false,
             Contract::Ulp { ulps, .. } => kind.is_float() && kind.ulp_distance(got, want) <= ulps as u64,
             Contract::Accumulation { terms, .. } => {
                 let (g, w) = (kind.as_f64(got), kind.as_f64(want));
@@ -57,7 +61,7 @@ impl Contract {
 
     /// Whether this contract is byte equality.
     pub fn is_exact(&self) -> bool {
-        matches!(self, Contract::Exact)
+        matches!(self, Contract::Exact | Contract::Modelled { .. })
     }
 }
 
@@ -65,6 +69,7 @@ impl fmt::Display for Contract {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Contract::Exact => f.write_str("bit-exact"),
+            Contract::Modelled { model } => write!(f, "bit-exact ({model})"),
             Contract::Ulp { ulps, reason } => write!(f, "NOT bit-exact: within {ulps} ulp ({reason})"),
             Contract::Accumulation { terms, reason } => {
                 write!(f, "NOT bit-exact: |Δ| ≤ {terms}·u·Σ|terms| ({reason})")

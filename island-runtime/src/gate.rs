@@ -212,6 +212,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
             seed: proof_run.seed.clone(),
             depth: options.proof.depth,
             inputs: proof_run.inputs,
+            contract: proof_run.contract.clone(),
         },
         conformance: ConformanceEvidence {
             verdict: conformance_run.verdict_word().to_string(),
@@ -235,6 +236,8 @@ fn bit_exact(proof_run: &ProofRun, conformance: &ProofRun) -> Result<(), Decisio
         _ => return Err(Decision::Unverified),
     }
     match &conformance.verdict {
+        // Within a tolerance is not bit-exact: the arm computes other bytes than `default`.
+        Verdict::Proven if !(proof_run.bit_exact && conformance.bit_exact) => Err(Decision::DeclinedTolerance),
         Verdict::Proven => Ok(()),
         Verdict::Declined { .. } => Err(Decision::DeclinedDivergence),
         Verdict::Mismatch { .. } => Err(Decision::Failed),

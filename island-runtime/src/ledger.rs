@@ -65,6 +65,9 @@ pub struct ProofEvidence {
     pub depth: u32,
     /// Lanes per run.
     pub inputs: usize,
+    /// The contract the proof held the arm to on this device (`bit-exact`, a tolerance, …).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub contract: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +111,9 @@ pub enum Decision {
     DeclinedDivergence,
     /// Not bit-exact: `default` runs.
     Failed,
+    /// Within its declared tolerance, but not bit-exact on this device (no measured model of
+    /// its arithmetic): `default` runs.
+    DeclinedTolerance,
     /// The gate could not run one of its halves (compilation, launch): nothing is concluded.
     Unverified,
 }
@@ -124,6 +130,7 @@ impl Decision {
             Decision::DeclinedSlow => "declined (slow)",
             Decision::DeclinedDivergence => "declined (divergence)",
             Decision::Failed => "failed",
+            Decision::DeclinedTolerance => "declined (tolerance only)",
             Decision::Unverified => "unverified",
         }
     }
@@ -401,7 +408,7 @@ mod tests {
             arm: "cuda".into(),
             device: device(),
             code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d") },
-            proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64 },
+            proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64, contract: "bit-exact".into() },
             conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
             speed: Some(SpeedEvidence {
                 arm_us: 2.0,

@@ -76,6 +76,10 @@ pub struct Lifted {
     pub lanes: u32,
     /// How the arm's result must relate to `default`'s.
     pub contract: Contract,
+    /// For a tolerance contract: the profiles on which the arm is held to bit equality instead,
+    /// because its intrinsics emulate a measured model of that hardware's arithmetic; the
+    /// function names the model ([`Lifted::contract_for`]).
+    pub exact_where: Option<fn(&Profile) -> Option<&'static str>>,
     /// Launches the lifted kernel.
     pub launch: fn(&LaunchArgs<'_>),
     /// Expands the lifted kernel for a device described by its properties, without one.
@@ -83,6 +87,15 @@ pub struct Lifted {
 }
 
 impl Lifted {
+    /// The contract under `profile`: bit equality where [`Lifted::exact_where`] names a measured
+    /// model of the profile's arithmetic, the declared contract elsewhere.
+    pub fn contract_for(&self, profile: &Profile) -> Contract {
+        match self.exact_where.and_then(|modelled| modelled(profile)) {
+            Some(model) => Contract::Modelled { model },
+            None => self.contract,
+        }
+    }
+
     /// Bytes per output value, if the island has one.
     pub fn output_value_size(&self) -> Option<usize> {
         self.output.map(|kind| kind.size() * self.output_width)
@@ -216,6 +229,8 @@ pub struct ProofRun {
     pub executed_on: String,
     pub lowering: &'static str,
     pub contract: String,
+    /// Whether that contract is byte equality (a tolerance contract never is).
+    pub bit_exact: bool,
     pub inputs: usize,
     pub seed: String,
     #[serde(serialize_with = "ser_duration")]
@@ -286,6 +301,7 @@ pub fn prove(entry: &'static ArmEntry, client: &Client, options: &ProofOptions) 
         executed_on: client.name().to_string(),
         lowering: "-",
         contract: "-".into(),
+        bit_exact: false,
         inputs: 0,
         seed: format!("{:#x}", options.seed),
         time: Duration::ZERO,
@@ -415,7 +431,8 @@ fn compare_sides_header(
         profile: profile.to_string(),
         executed_on: format!("{}: {}, {}: {}", a.label, a.client.name(), b.label, b.client.name()),
         lowering: if a.target.is_native() { "native" } else { "emulated" },
-        contract: lifted.contract.to_string(),
+        contract: lifted.contract_for(&profile).to_string(),
+        bit_exact: lifted.contract_for(&profile).is_exact(),
         inputs: 0,
         seed: format!("{:#x}", options.seed),
         time: Duration::ZERO,
@@ -502,7 +519,7 @@ fn compare_sides(
         let got = execute(a.client, lifted, cubes, &inputs, a.target, 0xa5)?;
         let want = execute(b.client, lifted, cubes, &inputs, b.target, 0x5a)?;
         // The bound of an accumulation contract: the reference on the inputs' magnitudes.
-        let magnitudes = if lifted.contract.needs_magnitudes() {
+        let magnitudes = if lifted.contract_for(&profile).needs_magnitudes() {
             let abs: Vec<Vec<u8>> = lifted.params.iter().zip(&inputs).map(|(p, bytes)| p.kind.magnitudes(bytes)).collect();
             Some(execute(b.client, lifted, cubes, &abs, b.target, 0x5a)?)
         } else {
@@ -659,11 +676,12 @@ fn compare(
     (base_seed, seed): (u64, u64),
     lanes: usize,
 ) -> Option<String> {
+    let contract = lifted.contract_for(profile);
     for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.0.iter().zip(&outputs.want.0).enumerate() {
         let n = got.len() / kind.size();
         let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.0[o].3, i));
         let differing: Vec<usize> = (0..n)
-            .filter(|&i| !lifted.contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
+            .filter(|&i| !contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
             .collect();
         let Some(&first_scalar) = differing.first() else { continue };
         // A vector output is compared scalar by scalar; the report names the value and, for a
@@ -682,7 +700,7 @@ fn compare(
         let _ = writeln!(r, "  written at {}", entry.location());
         let _ = writeln!(r, "  arm semantics: {profile}");
         let _ = writeln!(r, "  executed on: {} = {}; {} = {}", a.label, a.describe(), b.label, b.describe());
-        let _ = writeln!(r, "  contract: {}", lifted.contract);
+        let _ = writeln!(r, "  contract: {contract}");
         let cube = cube_of(lifted, name, first);
         let _ = writeln!(
             r,

@@ -4,7 +4,7 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_examples::{gemm_i8, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
 use island_runtime::value::Rng;
 use island_runtime::{Backend, Profile, Target};
 use libtest_mimic::{Failed, Trial};
@@ -17,6 +17,8 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("examples::rmsnorm::default_and_forced_arms_match_reference", rms),
         Trial::test("examples::gemm_i8::default_and_forced_arms_match_reference", gemm),
         Trial::test("examples::gemm_i8::bad_shapes_are_rejected", gemm_shapes),
+        Trial::test("examples::gemm_f16::default_and_forced_arms_match_the_sm90_model", gemm_half),
+        Trial::test("examples::gemm_f16::bad_shapes_are_rejected", gemm_half_shapes),
         Trial::test("examples::q8_matvec::island_compiles_like_the_direct_kernel_on_cuda", zero_overhead),
     ]
     .into_iter()
@@ -152,6 +154,54 @@ fn gemm() -> Result<(), Failed> {
         let got = i32::from_bytes(&got);
         if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
             return Err(format!("gemm, {what}: first difference at {i}: got {:#x}, want {:#x}", got[i], want[i]).into());
+        }
+    }
+    Ok(())
+}
+
+/// The f16 GEMM's `default` and its sm_90 arm (emulated) against the plain-Rust model on
+/// realistic values and on an accumulator that dominates the products (the alignment window).
+fn gemm_half() -> Result<(), Failed> {
+    let client = client()?;
+    let (m, k, n) = (32, 64, 32);
+    gemm_f16::check(m, k, n)?;
+    let mut rng = Rng::new(16);
+    let mut value = |scale: i32| {
+        let mantissa = (rng.next_u64() % 2048) as f32 / 1024.0 - 1.0;
+        mantissa * 2f32.powi(scale)
+    };
+    let a: Vec<f16> = (0..m * k).map(|i| f16::from_f32(value((i % 7) as i32 - 3))).collect();
+    let b: Vec<f16> = (0..k * n).map(|i| f16::from_f32(value((i % 5) as i32 - 2))).collect();
+    // Half the accumulators 2^20 and more: products then straddle the window's last bit.
+    let c: Vec<f32> = (0..m * n).map(|i| value(if i % 2 == 0 { 2 } else { 20 + (i % 7) as i32 })).collect();
+    let want = gemm_f16::reference(m, k, n, &a, &b, &c);
+    let mut targets = vec![("default".to_string(), Target::for_client(&client))];
+    for profile in Profile::references(Backend::Cuda) {
+        targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
+    }
+    for (what, target) in targets {
+        let ah = client.create_from_slice(f16::as_bytes(&a));
+        let bh = client.create_from_slice(f16::as_bytes(&b));
+        let ch = client.create_from_slice(f32::as_bytes(&c));
+        // SAFETY: the handles hold m×k, k×n and m×n values.
+        unsafe { gemm_f16::launch(&client, (&ah, &bh, &ch), (m, k, n), target) };
+        let got = island_runtime::proof::read(&client, ch)?;
+        same_bits(&format!("gemm_f16, {what}"), f32::from_bytes(&got), &want)?;
+    }
+    // The model is not a plain f32 sum: on these inputs it must differ from one somewhere.
+    let plain: Vec<f32> = (0..m * n)
+        .map(|e| (0..k).fold(c[e], |s, p| s + a[(e / n) * k + p].to_f32() * b[p * n + e % n].to_f32()))
+        .collect();
+    if plain.iter().zip(&want).all(|(p, w)| p.to_bits() == w.to_bits()) {
+        return Err("the inputs do not tell the tensor-core model from a k-order f32 sum".into());
+    }
+    Ok(())
+}
+
+fn gemm_half_shapes() -> Result<(), Failed> {
+    for (m, k, n) in [(0, 16, 16), (16, 24, 16), (17, 16, 16), (16, 16, 8)] {
+        if gemm_f16::check(m, k, n).is_ok() {
+            return Err(format!("{m}×{k}×{n} was accepted").into());
         }
     }
     Ok(())

@@ -60,7 +60,7 @@ fn record(entry: &ArmEntry, decision: Decision) -> Record {
         arm: entry.spec().label.into(),
         device: h200(),
         code: CodeHashes { codegen: "CUDA C++".into(), arm: "-".into(), default: "-".into() },
-        proof: ProofEvidence { verdict: "proven".into(), seed: "0x0".into(), depth: 1, inputs: 0 },
+        proof: ProofEvidence { verdict: "proven".into(), seed: "0x0".into(), depth: 1, inputs: 0, contract: "bit-exact".into() },
         conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
         speed: None,
         decision,

@@ -2,6 +2,7 @@
 //! passes only when the generated proof catches the bug; a proof that could not fail would
 //! turn these red.
 
+use half::f16;
 use cubecl::prelude::*;
 use island_intrinsics::{dp4a, mma, plane, portable};
 use island_runtime::prelude::*;
@@ -308,5 +309,33 @@ pub fn wrong_native_lowering_w32(v: f32, #[comptime] target: Target) -> f32 {
         proof(v: f32) -> f32, cube_dim = 64;
         cuda | vulkan if plane == 32 => reversed_native_sum(v, target),
         default => portable::tree_sum::<f32>(v, 32u32),
+    }
+}
+
+// ---- The tensor-core model: an f16 tile emulated with one modelling detail wrong must be
+// ---- caught against the portable definition (and, by `islands tensor-core`, on the device).
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn tile_rounding_at_alignment(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[f16; 256], b: &[f16; 256], c: &mut [f32; 256]), cube_dim = 32,
+            contract = accumulation(32, "tensor-core accumulation", exact_where = mma::f16_modelled);
+        cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16_with(a, 16u32, b, 16u32, c, 16u32, 1u32,
+            comptime!(Some(island_intrinsics::tensor_core::FusedDot::SM90_ROUNDING_AT_ALIGNMENT)), target),
+        default => portable::tile_f16_fused(a, 16u32, b, 16u32, c, 16u32, 1u32),
+    }
+}
+
+/// The emulation that adds exact products in `k` order (the tolerance model of devices without
+/// a measured one): on sm_90, whose contract is bit equality, it must be caught.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn tile_in_k_order(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[f16; 256], b: &[f16; 256], c: &mut [f32; 256]), cube_dim = 32,
+            contract = accumulation(32, "tensor-core accumulation", exact_where = mma::f16_modelled);
+        cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16_with(a, 16u32, b, 16u32, c, 16u32, 1u32, comptime!(None), target),
+        default => portable::tile_f16_fused(a, 16u32, b, 16u32, c, 16u32, 1u32),
     }
 }

@@ -6,6 +6,7 @@ mod examples;
 mod ledger;
 mod negative;
 mod slow;
+mod tensor_core;
 
 use island_examples as _;
 use island_intrinsics as _;
@@ -20,6 +21,7 @@ fn main() {
     ]));
     trials.extend(examples::trials());
     trials.extend(ledger::trials());
+    trials.extend(tensor_core::trials());
     // The fixtures (crate `proofs`) keep no ledger.
     trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics"]));
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];

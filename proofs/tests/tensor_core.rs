@@ -1,0 +1,177 @@
+//! The tensor-core model ([`FusedDot`]) checked without a device: its CubeCL emulation (what
+//! the CPU proofs run) against the plain-Rust model on every class of the adversarial tile set;
+//! both against outputs an H200 computed (`proofs/data/`, written by `islands tensor-core
+//! --sample`); a fixture model with one detail wrong must disagree with the device; and
+//! directed vectors for each rule of the model.
+
+use cubecl::prelude::*;
+use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
+use island_runtime::{Backend, Profile, Target};
+use libtest_mimic::{Failed, Trial};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("tensor_core::emulation_matches_the_plain_model", emulation_matches_model),
+        Trial::test("tensor_core::model_reproduces_h200_outputs", h200_outputs),
+        Trial::test("tensor_core::directed_vectors", directed),
+    ]
+    .into_iter()
+    .map(|t| t.with_kind("tensor-core"))
+    .collect()
+}
+
+/// Tiles per class checked on the CPU runtime.
+const PER_CLASS: usize = 32;
+
+/// Sample files and the tiles they hold (the first tiles of the set, every class in turn).
+const SAMPLES: &[(Format, &str)] = &[
+    (Format::F16, concat!(env!("CARGO_MANIFEST_DIR"), "/data/hmma-f16-sm90.bin")),
+    (Format::BF16, concat!(env!("CARGO_MANIFEST_DIR"), "/data/hmma-bf16-sm90.bin")),
+];
+
+struct Inputs {
+    a: Vec<u16>,
+    b: Vec<u16>,
+    c: Vec<u32>,
+}
+
+fn inputs(format: Format, n: usize) -> Inputs {
+    let mut i = Inputs { a: vec![], b: vec![], c: vec![] };
+    for t in 0..n {
+        let tile = cases::tile(format, (t / cases::CLASSES.len()) as u64, t % cases::CLASSES.len());
+        i.a.extend(tile.a);
+        i.b.extend(tile.b);
+        i.c.extend(tile.c);
+    }
+    i
+}
+
+fn plain(model: FusedDot, format: Format, i: &Inputs) -> Vec<u32> {
+    let mut out = i.c.clone();
+    for t in 0..i.c.len() / 256 {
+        let r = t * 256..(t + 1) * 256;
+        model.tile(format, &i.a[r.clone()], &i.b[r.clone()], 16, &mut out[r]);
+    }
+    out
+}
+
+fn emulated(client: &Client, model: FusedDot, i: &Inputs) -> Result<Vec<u32>, Failed> {
+    let n = i.c.len() / 256;
+    let profile = Profile::references(Backend::Cuda)[0];
+    let target = Target::forced(profile, client);
+    let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ah = client.create_from_slice(&bytes16(&i.a));
+    let bh = client.create_from_slice(&bytes16(&i.b));
+    let ch = client.create_from_slice(u32::as_bytes(&i.c));
+    // SAFETY: the handles hold n·256 values of the kernel's types.
+    let args = unsafe {
+        (
+            BufferArg::from_raw_parts(ah, n * 256),
+            BufferArg::from_raw_parts(bh, n * 256),
+            BufferArg::from_raw_parts(ch.clone(), n * 256),
+        )
+    };
+    tiles::tiles_f16::launch(client, CubeCount::Static(n as u32, 1, 1), CubeDim::new_1d(32), args.0, args.1, args.2, Some(model), target);
+    Ok(u32::from_bytes(&island_runtime::proof::read(client, ch)?).to_vec())
+}
+
+/// The first output where `got` and `want` differ, described with its tile's class.
+fn first_difference(what: &str, got: &[u32], want: &[u32]) -> Option<String> {
+    let e = got.iter().zip(want).position(|(g, w)| g != w)?;
+    let count = got.iter().zip(want).filter(|(g, w)| g != w).count();
+    let t = e / 256;
+    Some(format!(
+        "{what}: {count} of {} outputs differ; first: tile {t} ({}), element {}: {:#010x} vs {:#010x}",
+        want.len(),
+        cases::CLASSES[t % cases::CLASSES.len()],
+        e % 256,
+        got[e],
+        want[e]
+    ))
+}
+
+fn emulation_matches_model() -> Result<(), Failed> {
+    let client = proofs::cpu()?;
+    let i = inputs(Format::F16, PER_CLASS * cases::CLASSES.len());
+    for model in [FusedDot::SM90, FusedDot::SM90_ROUNDING_AT_ALIGNMENT] {
+        if let Some(d) = first_difference(&format!("{model:?}: CubeCL emulation vs plain Rust"), &emulated(&client, model, &i)?, &plain(model, Format::F16, &i)) {
+            return Err(d.into());
+        }
+    }
+    if plain(FusedDot::SM90, Format::F16, &i) == plain(FusedDot::SM90_ROUNDING_AT_ALIGNMENT, Format::F16, &i) {
+        return Err("the tile set does not tell truncation from rounding at alignment".into());
+    }
+    Ok(())
+}
+
+fn h200_outputs() -> Result<(), Failed> {
+    let client = proofs::cpu()?;
+    for &(format, path) in SAMPLES {
+        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e} (written by `islands tensor-core --sample`)"))?;
+        let device = u32::from_bytes(&bytes).to_vec();
+        let i = inputs(format, device.len() / 256);
+        if device.len() < 256 * cases::CLASSES.len() {
+            return Err(format!("{path}: {} outputs, fewer than one tile per class", device.len()).into());
+        }
+        if let Some(d) = first_difference(&format!("{format:?}: plain model vs H200"), &plain(FusedDot::SM90, format, &i), &device) {
+            return Err(d.into());
+        }
+        if plain(FusedDot::SM90_ROUNDING_AT_ALIGNMENT, format, &i) == device {
+            return Err(format!("{format:?}: the fixture model agrees with the H200 on every output").into());
+        }
+        if format == Format::F16 {
+            if let Some(d) = first_difference("f16: CubeCL emulation vs H200", &emulated(&client, FusedDot::SM90, &i)?, &device) {
+                return Err(d.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn h(v: f32) -> u16 {
+    half::f16::from_f32(v).to_bits()
+}
+
+fn dot(a0: f32, b0: f32, c: f32) -> f32 {
+    let (mut a, mut b) = ([0u16; 16], [0u16; 16]);
+    a[0] = h(a0);
+    b[0] = h(b0);
+    f32::from_bits(FusedDot::SM90.dot(Format::F16, &a, &b, c.to_bits()))
+}
+
+/// One vector per rule of the model.
+fn directed() -> Result<(), Failed> {
+    let p = |e: i32| 2f32.powi(e);
+    let checks: Vec<(&str, f32, f32)> = vec![
+        ("exact sums stay exact", dot(1.0, 1.0, 2.0), 3.0),
+        // c = 2^20 fixes the window's last bit at 2^-5: 2^-5 is kept, but 2^20 + 2^-5 needs 26
+        // bits and rounds toward zero.
+        ("a product at the window's last bit is kept, then rounded toward zero", dot(p(-2), p(-3), p(20)), p(20)),
+        ("below the window a product vanishes", dot(p(-3), p(-3), p(20)), p(20)),
+        ("a negative product below the window does not borrow", dot(-p(-3), p(-3), p(20)), p(20)),
+        ("a sum just below a power of two is rounded toward zero", dot(-p(-2), p(-3), p(20)), p(20) - p(-4)),
+        ("exact cancellation is +0", dot(3.0, -3.0, 9.0), 0.0),
+    ];
+    for (rule, got, want) in checks {
+        if got.to_bits() != want.to_bits() {
+            return Err(format!("{rule}: got {got:e} ({:#010x}), want {want:e}", got.to_bits()).into());
+        }
+    }
+    let m = FusedDot::SM90;
+    let (mut a, b) = ([0x8000u16; 16], [0u16; 16]);
+    let cases: Vec<(&str, u32, u32)> = vec![
+        ("every term −0 gives −0", m.dot(Format::F16, &a, &b, 0x8000_0000), 0x8000_0000),
+        ("one +0 term gives +0", m.dot(Format::F16, &a, &b, 0), 0),
+        ("a subnormal accumulator is kept", m.dot(Format::F16, &[0; 16], &[0; 16], 5), 5),
+        ("bf16 past f32's range is +inf", m.dot(Format::BF16, &[0x7f7f; 16], &[0x7f7f; 16], 0), 0x7f80_0000),
+        ("∞ − ∞ is the canonical NaN", m.dot(Format::F16, &[0x7c00; 16], &[0x3c00; 16], 0xff80_0000), 0x7fff_ffff),
+    ];
+    a[3] = 0x7c00;
+    let inf_zero = m.dot(Format::F16, &a, &b, 0);
+    for (rule, got, want) in cases.into_iter().chain([("∞ · 0 is the canonical NaN", inf_zero, 0x7fff_ffff)]) {
+        if got != want {
+            return Err(format!("{rule}: got {got:#010x}, want {want:#010x}").into());
+        }
+    }
+    Ok(())
+}
