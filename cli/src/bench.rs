@@ -35,6 +35,17 @@ pub fn run(client: &Client, options: &Options) -> Result<bool, String> {
     } else {
         (vec![(4096, 14336), (8192, 8192), (14336, 4096)], 4096, 4096)
     };
+    let peers = if client.name() == "cuda" && (wants("rmsnorm") || wants("gemm")) {
+        match crate::peers::measure(gemm_size, rms_size, rms_size, options.rounds) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                println!("torch peers: none ({e})");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let matvecs = match options.shape {
         Some(shape) => vec![shape],
         None => matvecs,
@@ -45,10 +56,10 @@ pub fn run(client: &Client, options: &Options) -> Result<bool, String> {
         }
     }
     if wants("rmsnorm") {
-        ok &= rms(client, &cpu, rms_size, rms_size, options)?;
+        ok &= rms(client, &cpu, rms_size, rms_size, options, peers.as_ref())?;
     }
     if wants("gemm") {
-        ok &= gemm(client, &cpu, gemm_size, options)?;
+        ok &= gemm(client, &cpu, gemm_size, options, peers.as_ref())?;
     }
     Ok(ok)
 }
@@ -142,6 +153,13 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     println!("    island / direct time ratio, matvec alone: {:.4}", times[5].as_secs_f64() / times[6].as_secs_f64());
     if times.len() > 8 {
         println!("    island / direct time ratio, graph replay: {:.4}", times[7].as_secs_f64() / times[8].as_secs_f64());
+        if (m, k) == (4096, 14336) && client.name() == "cuda" {
+            let ggml = crate::peers::GGML_MMVQ_4096X14336_US;
+            println!(
+                "    ggml mmvq (quoted: H200, 2026-11-30, docs/perf.md) {ggml:.2} µs: island graph replay is {:.2}× faster",
+                ggml / us(times[7])
+            );
+        }
     }
 
     p.launch(client, Some(native)).map_err(|e| e.to_string())?;
@@ -181,7 +199,7 @@ fn replay(graph: &Result<island_runtime::__private::cubecl::client::Graph, Strin
     }
 }
 
-fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options) -> Result<bool, String> {
+fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options, peers: Option<&crate::peers::Peers>) -> Result<bool, String> {
     let eps = 1e-6f32;
     let mut rng = Rng::new(0x4242);
     let x = floats(rows * cols, &mut rng);
@@ -201,6 +219,14 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options) -> 
     println!("    island, native arms   {:>8.2} µs   {:>6.0} GB/s", us(times[0]), bytes as f64 / times[0].as_secs_f64() / 1e9);
     println!("    device copy (y = x)   {:>8.2} µs   {:>6.0} GB/s", us(times[1]), (2 * rows * cols * 4) as f64 / times[1].as_secs_f64() / 1e9);
     println!("    RMSNorm bandwidth / copy bandwidth: {:.3}", (bytes as f64 / times[0].as_secs_f64()) / ((2 * rows * cols * 4) as f64 / times[1].as_secs_f64()));
+    if let Some(p) = peers {
+        let gbs = |t_us: f64| bytes as f64 / t_us / 1e3;
+        println!("    torch {} F.rms_norm, eager   {:>8.2} µs   {:>6.0} GB/s", p.torch, p.rms_norm_eager, gbs(p.rms_norm_eager));
+        println!("    torch {} F.rms_norm, graph   {:>8.2} µs   {:>6.0} GB/s", p.torch, p.rms_norm_graph, gbs(p.rms_norm_graph));
+        println!("    torch {} copy (y = x)        {:>8.2} µs   {:>6.0} GB/s", p.torch, p.copy, (2 * rows * cols * 4) as f64 / p.copy / 1e3);
+        let best = p.rms_norm_eager.min(p.rms_norm_graph);
+        println!("    island speed / torch rms_norm (faster of eager, graph): {:.3}", best / us(times[0]));
+    }
     let y = f32::from_bytes(&island_runtime::proof::read(client, yh.clone())?).to_vec();
     let reference = rmsnorm::reference(rows, cols, &x, &w, eps);
     let cpu_rows = 4;
@@ -215,7 +241,7 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options) -> 
     Ok(ok)
 }
 
-fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options) -> Result<bool, String> {
+fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options, peers: Option<&crate::peers::Peers>) -> Result<bool, String> {
     let (m, k, n) = (size, size, size);
     let mut rng = Rng::new(0x6e33);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
@@ -231,8 +257,12 @@ fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options) -> Result<bool,
     let flops = 2.0 * (m * n * k) as f64;
     println!("\nint8 GEMM {m}×{k}×{n} (i32 accumulate), cmma island");
     println!("    island, native arms   {:>10.1} µs   {:>6.1} TOP/s", us(times[0]), flops / times[0].as_secs_f64() / 1e12);
-    if let Some(line) = torch_int8(size) {
-        println!("    {line}");
+    if let Some(p) = peers {
+        let tops = |t_us: f64| flops / t_us / 1e6;
+        println!("    torch {} _int_mm, B row-major      {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_row_major, tops(p.int_mm_b_row_major));
+        println!("    torch {} _int_mm, B column-major   {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_col_major, tops(p.int_mm_b_col_major));
+        let best = p.int_mm_b_row_major.min(p.int_mm_b_col_major);
+        println!("    island speed / torch _int_mm (faster layout): {:.3}", best / us(times[0]));
     }
     // Check one fresh product: the rows the CPU runtime also computes, and the reference.
     let c0 = vec![0i32; m * n];
@@ -249,27 +279,4 @@ fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options) -> Result<bool,
     let want = i32::from_bytes(&island_runtime::proof::read(cpu, cc)?).to_vec();
     let as_u32 = |v: &[i32]| v.iter().map(|x| *x as u32).collect::<Vec<_>>();
     Ok(check("island vs CPU runtime `default` (first 16 rows)", &as_u32(&got[..cpu_m * n]), &as_u32(&want)))
-}
-
-/// torch's int8 matmul on the same shape, if torch and a CUDA device are there.
-fn torch_int8(size: usize) -> Option<String> {
-    let script = format!(
-        "import torch\n\
-         a=torch.randint(-128,127,({size},{size}),dtype=torch.int8,device='cuda')\n\
-         b=torch.randint(-128,127,({size},{size}),dtype=torch.int8,device='cuda')\n\
-         for _ in range(5): torch._int_mm(a,b)\n\
-         torch.cuda.synchronize()\n\
-         s=torch.cuda.Event(enable_timing=True); e=torch.cuda.Event(enable_timing=True)\n\
-         n=50\n\
-         s.record()\n\
-         for _ in range(n): torch._int_mm(a,b)\n\
-         e.record(); torch.cuda.synchronize()\n\
-         t=s.elapsed_time(e)/n*1e3\n\
-         print(f'torch._int_mm {{torch.__version__:<12}} {{t:>10.1f}} µs   {{2*{size}**3/t/1e6:>6.1f}} TOP/s')\n"
-    );
-    let out = std::process::Command::new("python3").arg("-c").arg(script).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

@@ -20,6 +20,7 @@ use table::print_table;
 mod bench;
 mod example;
 mod gate;
+mod peers;
 mod probe;
 mod scoreboard;
 mod table;
@@ -178,7 +179,7 @@ enum Command {
         /// Write the device's outputs of the first `--sample-tiles` tiles to this folder.
         #[arg(long)]
         sample: Option<std::path::PathBuf>,
-        #[arg(long, default_value_t = 288)]
+        #[arg(long, default_value_t = 320)]
         sample_tiles: usize,
     },
     /// Runs an example kernel on a runtime and checks it byte for byte against the CPU.

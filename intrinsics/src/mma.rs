@@ -187,7 +187,6 @@ fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #[com
     let c_sig = if c_field == 0 { c_frac } else { c_frac | 0x80_0000 };
     let c_exp = i32::cast_from(if c_field == 0 { 1u32 } else { c_field }) - 127;
     let c_live = !c_special && c_sig != 0;
-    let mut all_negative_zeros = !c_special && c_sig == 0 && (cb >> 31) == 1;
     let mut e_max = if c_live { c_exp } else { -1000i32 };
 
     // Pass 1: specials and the largest exponent.
@@ -209,10 +208,7 @@ fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #[com
             } else {
                 pos_inf = true;
             }
-        } else if x_zero || y_zero {
-            all_negative_zeros = all_negative_zeros && negative;
-        } else {
-            all_negative_zeros = false;
+        } else if !(x_zero || y_zero) {
             e_max = max(e_max, f16_exponent(x) + f16_exponent(y));
         }
     }
@@ -224,9 +220,7 @@ fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #[com
         bits = 0x7f80_0000u32;
     } else if neg_inf {
         bits = 0xff80_0000u32;
-    } else if e_max == -1000i32 {
-        bits = if all_negative_zeros { 0x8000_0000u32 } else { 0u32 };
-    } else {
+    } else if e_max != -1000i32 {
         // Pass 2: cut every term to the window [2^(E − window), …) and add.
         let lsb = e_max - comptime!(model.window as i32);
         let mut pos = 0u32;

@@ -288,7 +288,6 @@ fn fused_step(a: &[half::f16], a_at: u32, b: &[half::f16], b_at: u32, ldb: u32, 
     let mut nan = c_mag > 0x7f80_0000;
     let mut up = c_mag == 0x7f80_0000 && cb == c_mag;
     let mut down = c_mag == 0x7f80_0000 && cb != c_mag;
-    let mut every_zero_negative = cb == 0x8000_0000;
     // The largest exponent of a nonzero product (`live` once there is one).
     let mut live = false;
     let mut top = 0i32;
@@ -300,7 +299,6 @@ fn fused_step(a: &[half::f16], a_at: u32, b: &[half::f16], b_at: u32, ldb: u32, 
         nan = nan || pm > 0x7f80_0000;
         up = up || p == 0x7f80_0000;
         down = down || p == 0xff80_0000;
-        every_zero_negative = every_zero_negative && p == 0x8000_0000;
         if pm != 0 && pm < 0x7f80_0000 {
             let e = half_exponent(u32::reinterpret(x)) + half_exponent(u32::reinterpret(y));
             top = if live { max(top, e) } else { e };
@@ -313,10 +311,9 @@ fn fused_step(a: &[half::f16], a_at: u32, b: &[half::f16], b_at: u32, ldb: u32, 
     } else if up || down {
         bits = if up { 0x7f80_0000u32 } else { 0xff80_0000u32 };
     } else if !live {
-        // No nonzero product: the accumulator as it is, or a zero whose sign is negative only
-        // when every term's is.
+        // No nonzero product: the accumulator as it is; a zero sum is +0, even of −0 terms.
         if c_mag == 0 {
-            bits = if every_zero_negative { 0x8000_0000u32 } else { 0u32 };
+            bits = 0u32;
         }
     } else {
         // The window's last bit weighs 2^lsb; the accumulator joins the frame when it is larger.

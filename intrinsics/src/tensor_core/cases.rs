@@ -4,15 +4,16 @@
 //! Each class aims at one detail of the model: realistic and wide spreads; cancellation (pairs
 //! of products that cancel exactly, and accumulators that cancel the whole sum); the alignment
 //! window (an accumulator 2^18–2^30 above the products, so the products straddle its last bit);
-//! subnormal inputs and accumulators; signed zeros; infinities and NaNs; arbitrary bits; and an
-//! accumulator that dominates by a few binades.
+//! subnormal inputs and accumulators; signed zeros; infinities and NaNs; arbitrary bits; an
+//! accumulator that dominates by a few binades; and sums whose every term is −0 (most outputs
+//! of that class), where the sign of a zero result shows.
 
 use super::Format;
 use island_runtime::value::Rng;
 
 /// The classes, in the order [`tile`] takes them.
 pub const CLASSES: &[&str] =
-    &["realistic", "wide", "cancellation", "alignment", "subnormal", "zeros", "specials", "bits", "dominant"];
+    &["realistic", "wide", "cancellation", "alignment", "subnormal", "zeros", "specials", "bits", "dominant", "negative_zeros"];
 
 /// One tile: `a[i·16 + k]`, `b[k·16 + j]` (raw input bits), `c[i·16 + j]` (raw f32 bits).
 #[derive(Clone, Debug)]
@@ -162,6 +163,16 @@ pub fn tile(format: Format, seed: u64, class: usize) -> Tile {
                 if g.coin(3) {
                     t.c[i] = if g.coin(50) { 0x7f80_0000 | (t.c[i] & 0x8000_0000) } else { 0x7fc0_0001 };
                 }
+            }
+            "negative_zeros" => {
+                // a = −0 (5 %: +0), b nonzero, positive (10 %: negative), c = −0 (10 %: +0):
+                // an output whose column of b is all positive has only −0 terms.
+                t.a[i] = if g.coin(5) { 0 } else { 0x8000 };
+                t.b[i] &= 0x7fff;
+                if t.b[i] == 0 || g.coin(10) {
+                    t.b[i] |= 0x8000;
+                }
+                t.c[i] = if g.coin(10) { 0 } else { 0x8000_0000 };
             }
             "bits" => {
                 t.a[i] = g.rng.next_u64() as u16;

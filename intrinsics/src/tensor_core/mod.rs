@@ -16,8 +16,8 @@
 //!    past f32's range is ±∞.
 //!
 //! Specials: a NaN input, `0·∞` or `∞ − ∞` gives the canonical NaN `0x7fffffff`; an infinite
-//! product or `c` gives that infinity. Exact cancellation gives +0; −0 only when every term is
-//! a zero of negative sign.
+//! product or `c` gives that infinity. A zero result is +0 whatever the signs of its terms, even
+//! when every one is −0 (IEEE addition would give −0 there).
 //!
 //! Derived from the published characterisations (Fasi, Higham, Mikaitis, Pranesh, *Numerical
 //! behavior of NVIDIA tensor cores*, PeerJ CS 2021; Khattak, Mikaitis, *Accurate models of
@@ -90,7 +90,6 @@ impl FusedDot {
             terms[count] = t;
             count += 1;
         };
-        let mut all_negative_zeros = true;
 
         let (c_neg, c_field, c_frac) = (c >> 31 == 1, ((c >> 23) & 0xff) as i32, (c & 0x7f_ffff) as u64);
         match c_field {
@@ -99,7 +98,6 @@ impl FusedDot {
             _ => {
                 let sig = if c_field == 0 { c_frac } else { c_frac | 1 << 23 };
                 let exp = c_field.max(1) - 127;
-                all_negative_zeros &= sig == 0 && c_neg;
                 push((c_neg, sig, exp - 23, exp));
             }
         }
@@ -131,7 +129,6 @@ impl FusedDot {
                 }
                 (Some((sa, ea)), Some((sb, eb))) => {
                     let sig = sa * sb;
-                    all_negative_zeros &= sig == 0 && neg;
                     push((neg, sig, ea + eb - 2 * fraction as i32, ea + eb));
                 }
             }
@@ -145,7 +142,7 @@ impl FusedDot {
 
         let terms = &terms[..count];
         let Some(e_max) = terms.iter().filter(|t| t.1 != 0).map(|t| t.3).max() else {
-            return if all_negative_zeros { 0x8000_0000 } else { 0 };
+            return 0;
         };
         let lsb = e_max - self.window as i32;
         let mut sum: i128 = 0;
