@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the device checks with an `islands` binary built with `--features cuda,vulkan`, on a
 # machine with an NVIDIA GPU, CUDA 13 (NVRTC) and NVIDIA's Vulkan driver: the float-semantics
-# probe, conformance of every arm the GPU selects plus the examples, and the gate (records in
+# probe, conformance of every arm the GPU selects plus the examples, the tensor-core model over
+# the adversarial tile set, and the gate (records in
 # log-dir/ledger-<runtime>/), on both drivers; then the examples at full size and the benches on
 # CUDA, once with the ledger ignored and once with the gate's records in use.
 #
@@ -27,6 +28,7 @@ if [ "$mode" != perf ]; then
   run probe-vulkan probe --runtime vulkan
   run probe-cuda probe --runtime cuda
   run conform-cuda conform --runtime cuda
+  run tensor-core tensor-core --runtime cuda --sample "$logs/tensor-core-data"
   run conform-vulkan conform --runtime vulkan
   run gate-cuda gate --runtime cuda --write "$logs/ledger-cuda"
   run gate-vulkan gate --runtime vulkan --write "$logs/ledger-vulkan"

@@ -20,7 +20,7 @@ pub struct Peers {
 
 /// ggml's `mmvq` on the Q8_0 matvec 4096×14336, quoted: measured on an H200 with ggml built
 /// from source, in the same run as the island (2026-11-30, `docs/perf.md`).
-pub const GGML_MMVQ_4096X14336_US: f64 = 22.93;
+pub const GGML_MMVQ_4096X14336_US: f64 = 22.86;
 
 const SCRIPT: &str = r#"
 import json, sys, torch

@@ -1,6 +1,6 @@
 //! RMSNorm over rows: `y = x · (1 / sqrt(mean(x²) + eps)) · w`.
 //!
-//! One 32-lane plane per row, read 16 bytes at a time. Lane `l` accumulates `fma(x, x, ss)` over
+//! One 32-lane plane per row, read 16 bytes at a time (and once, for rows of up to 4096 values). Lane `l` accumulates `fma(x, x, ss)` over
 //! the 4-value vectors `l, l + 32, …` of its row, in order; the 32 partial sums meet in [`crate::rows::row_sum()`], whose
 //! `default` (a shared-memory tree) defines the butterfly order a plane sum reproduces bit for
 //! bit. `sqrt` and `/` go through [`island_intrinsics::exact`], correctly rounded on every
@@ -41,34 +41,72 @@ pub fn rmsnorm(
     let rows = y.len() / vectors;
     let base = row * vectors;
     let mut ss = 0.0f32;
-    if row < rows {
-        // Lane `l` takes the vectors `l, l + 32, …` of its row, four loads in flight per step.
-        let mut v = lane;
-        while v + 3 * lanes < vectors {
-            let (a, b, c, d) = (x[base + v], x[base + v + lanes], x[base + v + 2 * lanes], x[base + v + 3 * lanes]);
-            ss = sum_squares(a, ss);
-            ss = sum_squares(b, ss);
-            ss = sum_squares(c, ss);
-            ss = sum_squares(d, ss);
-            v += 4 * lanes;
+    // Rows of up to 32 vectors a lane stay in registers between the two passes (4096 f32 on a
+    // 32-lane plane): one read of x, every load of the row in flight at once. Longer rows are
+    // read twice, four loads in flight per step. Either way lane `l` adds the squares of its
+    // vectors `l, l + 32, …` in that order, so both compute the same bits.
+    let per_lane = comptime!(vectors.div_ceil(LANES as usize));
+    if comptime!(per_lane <= 32) {
+        let mut cache = Array::<Vector<f32, Const<4>>>::new(per_lane);
+        if row < rows {
+            #[unroll]
+            for i in 0..per_lane {
+                let v = lane + i * lanes;
+                if v < vectors {
+                    cache[i] = x[base + v];
+                }
+            }
+            #[unroll]
+            for i in 0..per_lane {
+                if lane + i * lanes < vectors {
+                    ss = sum_squares(cache[i], ss);
+                }
+            }
         }
-        while v < vectors {
-            ss = sum_squares(x[base + v], ss);
-            v += lanes;
+        let inv = inverse_rms(row_sum(ss, target), cols, eps, target);
+        if row < rows {
+            #[unroll]
+            for i in 0..per_lane {
+                let v = lane + i * lanes;
+                if v < vectors {
+                    y[base + v] = cache[i] * inv * w[v];
+                }
+            }
+        }
+    } else {
+        if row < rows {
+            // Lane `l` takes the vectors `l, l + 32, …` of its row, four loads in flight per step.
+            let mut v = lane;
+            while v + 3 * lanes < vectors {
+                let (a, b, c, d) = (x[base + v], x[base + v + lanes], x[base + v + 2 * lanes], x[base + v + 3 * lanes]);
+                ss = sum_squares(a, ss);
+                ss = sum_squares(b, ss);
+                ss = sum_squares(c, ss);
+                ss = sum_squares(d, ss);
+                v += 4 * lanes;
+            }
+            while v < vectors {
+                ss = sum_squares(x[base + v], ss);
+                v += lanes;
+            }
+        }
+        let inv = inverse_rms(row_sum(ss, target), cols, eps, target);
+        if row < rows {
+            let mut v = lane;
+            while v < vectors {
+                y[base + v] = x[base + v] * inv * w[v];
+                v += lanes;
+            }
         }
     }
-    let total = row_sum(ss, target);
-    // Division and square root through islands that round correctly on every backend (Vulkan's
-    // own are not promised to).
+}
+
+/// `1 / sqrt(total / cols + eps)`, broadcast: division and square root through islands that
+/// round correctly on every backend (Vulkan's own are not promised to).
+#[cube]
+fn inverse_rms(total: f32, #[comptime] cols: usize, eps: f32, #[comptime] target: Target) -> Vector<f32, Const<4>> {
     let mean = exact::div(total, cols as f32, target);
-    let inv = Vector::<f32, Const<4>>::broadcast(exact::div(1.0f32, exact::sqrt(mean + eps, target), target));
-    if row < rows {
-        let mut v = lane;
-        while v < vectors {
-            y[base + v] = x[base + v] * inv * w[v];
-            v += lanes;
-        }
-    }
+    Vector::<f32, Const<4>>::broadcast(exact::div(1.0f32, exact::sqrt(mean + eps, target), target))
 }
 
 /// Checks a shape before launch: a non-empty matrix whose rows are whole 16-byte vectors.
