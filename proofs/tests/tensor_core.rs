@@ -1,12 +1,20 @@
 //! The tensor-core model ([`FusedDot`]) checked without a device: its CubeCL emulation (what
 //! the CPU proofs run) against the plain-Rust model on every class of the adversarial tile set;
-//! both against outputs an H200 computed (`proofs/data/`, written by `islands tensor-core
+//! both, and the portable definition `default`s use, against outputs an H200 computed (`proofs/data/`, written by `islands tensor-core
 //! --sample`); a fixture model with one detail wrong must disagree with the device; and
 //! directed vectors for each rule of the model.
 
 use cubecl::prelude::*;
 use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
+use island_intrinsics::portable;
 use island_runtime::{Backend, Profile, Target};
+
+/// `portable::tile_f16_fused` on every tile: cube `t` computes tile `t`.
+#[cube(launch)]
+fn portable_tiles(a: &[half::f16], b: &[half::f16], c: &mut [f32]) {
+    let base = (CUBE_POS * 256) as usize;
+    portable::tile_f16_fused(&a[base..], 16u32, &b[base..], 16u32, &mut c[base..], 16u32, 1u32);
+}
 use libtest_mimic::{Failed, Trial};
 
 pub fn trials() -> Vec<Trial> {
@@ -53,6 +61,25 @@ fn plain(model: FusedDot, format: Format, i: &Inputs) -> Vec<u32> {
         model.tile(format, &i.a[r.clone()], &i.b[r.clone()], 16, &mut out[r]);
     }
     out
+}
+
+/// The tiles through `portable::tile_f16_fused` (the `default` of the f16 tile islands).
+fn portable_run(client: &Client, i: &Inputs) -> Result<Vec<u32>, Failed> {
+    let n = i.c.len() / 256;
+    let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ah = client.create_from_slice(&bytes16(&i.a));
+    let bh = client.create_from_slice(&bytes16(&i.b));
+    let ch = client.create_from_slice(u32::as_bytes(&i.c));
+    // SAFETY: the handles hold n·256 values of the kernel's types.
+    let args = unsafe {
+        (
+            BufferArg::from_raw_parts(ah, n * 256),
+            BufferArg::from_raw_parts(bh, n * 256),
+            BufferArg::from_raw_parts(ch.clone(), n * 256),
+        )
+    };
+    portable_tiles::launch(client, CubeCount::Static(n as u32, 1, 1), CubeDim::new_1d(32), args.0, args.1, args.2);
+    Ok(u32::from_bytes(&island_runtime::proof::read(client, ch)?).to_vec())
 }
 
 fn emulated(client: &Client, model: FusedDot, i: &Inputs) -> Result<Vec<u32>, Failed> {
@@ -121,6 +148,9 @@ fn h200_outputs() -> Result<(), Failed> {
         }
         if format == Format::F16 {
             if let Some(d) = first_difference("f16: CubeCL emulation vs H200", &emulated(&client, FusedDot::SM90, &i)?, &device) {
+                return Err(d.into());
+            }
+            if let Some(d) = first_difference("f16: portable::tile_f16_fused vs H200", &portable_run(&client, &i)?, &device) {
                 return Err(d.into());
             }
         }
