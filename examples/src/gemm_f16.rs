@@ -14,10 +14,7 @@ use island_intrinsics::tensor_core::{Format, FusedDot};
 use island_intrinsics::{mma, portable};
 use island_runtime::prelude::*;
 
-/// Tile edge.
-pub const TILE: u32 = 16;
-/// Units per cube: one plane of 32.
-pub const UNITS: u32 = 32;
+pub use crate::tile_shape::{TILE, UNITS};
 
 #[islands]
 #[cube(launch)]
@@ -41,12 +38,7 @@ pub fn gemm_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] k: u32, #[compt
 
 /// Checks a shape before launch: every dimension a positive multiple of 16.
 pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
-    if [m, k, n].iter().any(|&d| d == 0 || d % TILE as usize != 0) {
-        return Err(ShapeError(format!(
-            "the f16 GEMM works on whole 16×16 tiles: m, k, n must be positive multiples of 16, got {m}×{k}×{n}"
-        )));
-    }
-    Ok(())
+    crate::tile_shape::check("f16", m, k, n)
 }
 
 /// Launches the GEMM (`c` must hold the initial accumulator) with the given tag.
@@ -62,7 +54,7 @@ pub unsafe fn launch(
     unsafe {
         gemm_f16::launch_with(
             client,
-            CubeCount::Static((n as u32) / TILE, (m as u32) / TILE, 1),
+            crate::tile_shape::cube_count(m, n),
             CubeDim::new_1d(UNITS),
             BufferArg::from_raw_parts(a.clone(), m * k),
             BufferArg::from_raw_parts(b.clone(), k * n),

@@ -11,10 +11,7 @@ use cubecl::prelude::*;
 use island_intrinsics::mma;
 use island_runtime::prelude::*;
 
-/// Tile edge.
-pub const TILE: u32 = 16;
-/// Units per cube: one plane of 32.
-pub const UNITS: u32 = 32;
+pub use crate::tile_shape::{TILE, UNITS};
 
 /// The `default` tile product: lane `l` computes the 8 consecutive elements `8l … 8l + 7`.
 #[cube]
@@ -61,12 +58,7 @@ pub fn gemm_i8(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] k: u32, #[comptime
 
 /// Checks a shape before launch: every dimension a positive multiple of 16.
 pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
-    if [m, k, n].iter().any(|&d| d == 0 || d % TILE as usize != 0) {
-        return Err(ShapeError(format!(
-            "the int8 GEMM works on whole 16×16 tiles: m, k, n must be positive multiples of 16, got {m}×{k}×{n}"
-        )));
-    }
-    Ok(())
+    crate::tile_shape::check("int8", m, k, n)
 }
 
 /// Launches the GEMM (`c` must hold the initial accumulator) with the given tag.
@@ -82,7 +74,7 @@ pub unsafe fn launch(
     unsafe {
         gemm_i8::launch_with(
             client,
-            CubeCount::Static((n as u32) / TILE, (m as u32) / TILE, 1),
+            crate::tile_shape::cube_count(m, n),
             CubeDim::new_1d(UNITS),
             BufferArg::from_raw_parts(a.clone(), m * k),
             BufferArg::from_raw_parts(b.clone(), k * n),

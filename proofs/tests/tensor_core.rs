@@ -63,43 +63,31 @@ fn plain(model: FusedDot, format: Format, i: &Inputs) -> Vec<u32> {
     out
 }
 
-/// The tiles through `portable::tile_f16_fused` (the `default` of the f16 tile islands).
-fn portable_run(client: &Client, i: &Inputs) -> Result<Vec<u32>, Failed> {
-    let n = i.c.len() / 256;
+/// The tiles as kernel arguments (a, b, c) and the handle of c, which the kernel overwrites.
+fn buffers(client: &Client, i: &Inputs) -> ((BufferArg, BufferArg, BufferArg), cubecl::server::Handle) {
+    let n = i.c.len();
     let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let ah = client.create_from_slice(&bytes16(&i.a));
     let bh = client.create_from_slice(&bytes16(&i.b));
     let ch = client.create_from_slice(u32::as_bytes(&i.c));
-    // SAFETY: the handles hold n·256 values of the kernel's types.
-    let args = unsafe {
-        (
-            BufferArg::from_raw_parts(ah, n * 256),
-            BufferArg::from_raw_parts(bh, n * 256),
-            BufferArg::from_raw_parts(ch.clone(), n * 256),
-        )
-    };
-    portable_tiles::launch(client, CubeCount::Static(n as u32, 1, 1), CubeDim::new_1d(32), args.0, args.1, args.2);
-    Ok(u32::from_bytes(&island_runtime::proof::read(client, ch)?).to_vec())
+    // SAFETY: the handles hold n values of the kernels' types.
+    let args = unsafe { (BufferArg::from_raw_parts(ah, n), BufferArg::from_raw_parts(bh, n), BufferArg::from_raw_parts(ch.clone(), n)) };
+    (args, ch)
 }
 
+/// The tiles through `portable::tile_f16_fused` (the `default` of the f16 tile islands).
+fn portable_run(client: &Client, i: &Inputs) -> Result<Vec<u32>, Failed> {
+    let ((a, b, c), out) = buffers(client, i);
+    portable_tiles::launch(client, CubeCount::Static((i.c.len() / 256) as u32, 1, 1), CubeDim::new_1d(32), a, b, c);
+    Ok(u32::from_bytes(&island_runtime::proof::read(client, out)?).to_vec())
+}
+
+/// The tiles through the CubeCL emulation of `model`, as the CPU proofs of sm_90 arms run it.
 fn emulated(client: &Client, model: FusedDot, i: &Inputs) -> Result<Vec<u32>, Failed> {
-    let n = i.c.len() / 256;
-    let profile = Profile::references(Backend::Cuda)[0];
-    let target = Target::forced(profile, client);
-    let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let ah = client.create_from_slice(&bytes16(&i.a));
-    let bh = client.create_from_slice(&bytes16(&i.b));
-    let ch = client.create_from_slice(u32::as_bytes(&i.c));
-    // SAFETY: the handles hold n·256 values of the kernel's types.
-    let args = unsafe {
-        (
-            BufferArg::from_raw_parts(ah, n * 256),
-            BufferArg::from_raw_parts(bh, n * 256),
-            BufferArg::from_raw_parts(ch.clone(), n * 256),
-        )
-    };
-    tiles::tiles_f16::launch(client, CubeCount::Static(n as u32, 1, 1), CubeDim::new_1d(32), args.0, args.1, args.2, Some(model), target);
-    Ok(u32::from_bytes(&island_runtime::proof::read(client, ch)?).to_vec())
+    let target = Target::forced(Profile::references(Backend::Cuda)[0], client);
+    let ((a, b, c), out) = buffers(client, i);
+    tiles::tiles_f16::launch(client, CubeCount::Static((i.c.len() / 256) as u32, 1, 1), CubeDim::new_1d(32), a, b, c, Some(model), target);
+    Ok(u32::from_bytes(&island_runtime::proof::read(client, out)?).to_vec())
 }
 
 /// The first output where `got` and `want` differ, described with its tile's class.
