@@ -177,6 +177,8 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
         let mut tallies = vec![Tally::default(); cases::CLASSES.len()];
         let mut first_miss = None;
         let mut sample = Vec::new();
+        // The first batch's inputs and device outputs, for the emulation's comparison.
+        let mut head = None;
         let mut first = 0;
         while first < tiles {
             let n = BATCH.min(tiles - first);
@@ -184,6 +186,8 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
             let got = run_tiles(device, format, &a, &b, &c, n, None, native)?;
             if first == 0 {
                 sample = got[..options.sample_tiles.min(n) * 256].to_vec();
+                let e = (options.emulated.div_ceil(256) * 256).min(n);
+                head = Some(Head { a: a[..e * 512].to_vec(), b: b[..e * 512].to_vec(), c: c[..e * 1024].to_vec(), native: got[..e * 256].to_vec() });
             }
             if let Some(m) = tally(format, first, &a, &b, &c, &got, &mut tallies) {
                 first_miss.get_or_insert(m);
@@ -217,36 +221,44 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
             std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
             println!("  device outputs of the first {} tiles written to {}", sample.len() / 256, path.display());
         }
-        if format == Format::F16 && options.emulated > 0 {
-            ok &= emulation(device, cpu, profile, options.emulated.div_ceil(256) * 256)?;
+        if let Some(head) = head.filter(|h| format == Format::F16 && !h.native.is_empty()) {
+            ok &= emulation(cpu, profile, &head)?;
         }
     }
     Ok(ok)
 }
 
+/// The first tiles of a run: their inputs (bytes) and the device's outputs.
+struct Head {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    c: Vec<u8>,
+    native: Vec<u32>,
+}
+
 /// The CubeCL emulation on the CPU runtime against the device, the model, and the fixture.
-fn emulation(device: &Client, cpu: &Client, profile: Profile, n: usize) -> Result<bool, String> {
+fn emulation(cpu: &Client, profile: Profile, head: &Head) -> Result<bool, String> {
     let start = Instant::now();
-    let (a, b, c) = inputs(Format::F16, 0, n);
-    let native = run_tiles(device, Format::F16, &a, &b, &c, n, None, Target::forced(profile, device))?;
+    let Head { a, b, c, native } = head;
+    let n = native.len() / 256;
     let emulated_target = Target::forced(profile, cpu);
     let model = island_intrinsics::mma::f16_model(&profile);
     let Some(model) = model else {
         println!("  emulation: {profile} has no measured model: nothing to compare");
         return Ok(true);
     };
-    let emulated = run_tiles(cpu, Format::F16, &a, &b, &c, n, Some(model), emulated_target)?;
-    let fixture = run_tiles(cpu, Format::F16, &a, &b, &c, n, Some(FusedDot::SM90_ROUNDING_AT_ALIGNMENT), emulated_target)?;
-    let (ah, bh, ch) = (halves(&a), halves(&b), words(&c));
+    let emulated = run_tiles(cpu, Format::F16, a, b, c, n, Some(model), emulated_target)?;
+    let fixture = run_tiles(cpu, Format::F16, a, b, c, n, Some(FusedDot::SM90_ROUNDING_AT_ALIGNMENT), emulated_target)?;
+    let (ah, bh, ch) = (halves(a), halves(b), words(c));
     let mut plain = ch.clone();
     for t in 0..n {
         let r = t * 256..(t + 1) * 256;
         model.tile(Format::F16, &ah[r.clone()], &bh[r.clone()], 16, &mut plain[r]);
     }
     let differ = |x: &[u32], y: &[u32]| x.iter().zip(y).filter(|(p, q)| p != q).count();
-    let vs_device = differ(&emulated, &native);
+    let vs_device = differ(&emulated, native);
     let vs_plain = differ(&emulated, &plain);
-    let fixture_vs_device = differ(&fixture, &native);
+    let fixture_vs_device = differ(&fixture, native);
     println!(
         "  CubeCL emulation on `{}`, {n} tiles ({} outputs, {:.1} s): vs device {vs_device} differ, vs plain model {vs_plain} differ; \
          fixture emulation vs device {fixture_vs_device} differ",

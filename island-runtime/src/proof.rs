@@ -425,14 +425,15 @@ fn compare_sides_header(
     options: &ProofOptions,
 ) -> ProofRun {
     let spec = entry.spec();
+    let contract = lifted.contract_for(&profile);
     ProofRun {
         island: entry.site.id,
         arm: spec.label,
         profile: profile.to_string(),
         executed_on: format!("{}: {}, {}: {}", a.label, a.client.name(), b.label, b.client.name()),
         lowering: if a.target.is_native() { "native" } else { "emulated" },
-        contract: lifted.contract_for(&profile).to_string(),
-        bit_exact: lifted.contract_for(&profile).is_exact(),
+        contract: contract.to_string(),
+        bit_exact: contract.is_exact(),
         inputs: 0,
         seed: format!("{:#x}", options.seed),
         time: Duration::ZERO,
