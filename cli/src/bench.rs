@@ -227,7 +227,7 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options, pee
         let best = p.rms_norm_eager.min(p.rms_norm_graph);
         println!("    island speed / torch rms_norm (faster of eager, graph): {:.3}", best / us(times[0]));
     }
-    let y = f32::from_bytes(&island_runtime::proof::read(client, yh.clone())?).to_vec();
+    let y = f32::from_bytes(&island_runtime::readback::read(client, yh.clone())?).to_vec();
     let reference = rmsnorm::reference(rows, cols, &x, &w, eps);
     let cpu_rows = 4;
     let cx = cpu.create_from_slice(f32::as_bytes(&x[..cpu_rows * cols]));
@@ -235,7 +235,7 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options, pee
     let cy = cpu.empty(cpu_rows * cols * 4);
     // SAFETY: as above, for the first rows.
     unsafe { rmsnorm::launch(cpu, &cx, &cw, &cy, (cpu_rows, cols), eps, Target::for_client(cpu)) }.map_err(|e| e.to_string())?;
-    let y_cpu = f32::from_bytes(&island_runtime::proof::read(cpu, cy)?).to_vec();
+    let y_cpu = f32::from_bytes(&island_runtime::readback::read(cpu, cy)?).to_vec();
     let mut ok = check("island vs CPU runtime `default` (first rows)", &bits(&y[..cpu_rows * cols]), &bits(&y_cpu));
     ok &= check("island vs plain-Rust mirror of `default` (all rows)", &bits(&y), &bits(&reference));
     Ok(ok)
@@ -269,14 +269,14 @@ fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options, peers: Option<&
     let fresh = client.create_from_slice(i32::as_bytes(&c0));
     // SAFETY: as above.
     unsafe { gemm_i8::launch(client, (&ah, &bh, &fresh), (m, k, n), native) };
-    let got = i32::from_bytes(&island_runtime::proof::read(client, fresh)?).to_vec();
+    let got = i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
     let cpu_m = 16;
     let ca = cpu.create_from_slice(i8::as_bytes(&a[..cpu_m * k]));
     let cb = cpu.create_from_slice(i8::as_bytes(&b));
     let cc = cpu.create_from_slice(i32::as_bytes(&c0[..cpu_m * n]));
     // SAFETY: the first 16 rows.
     unsafe { gemm_i8::launch(cpu, (&ca, &cb, &cc), (cpu_m, k, n), Target::for_client(cpu)) };
-    let want = i32::from_bytes(&island_runtime::proof::read(cpu, cc)?).to_vec();
+    let want = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
     let as_u32 = |v: &[i32]| v.iter().map(|x| *x as u32).collect::<Vec<_>>();
     Ok(check("island vs CPU runtime `default` (first 16 rows)", &as_u32(&got[..cpu_m * n]), &as_u32(&want)))
 }

@@ -115,7 +115,7 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize)
         let yh = c.empty(rows * cols * 4);
         // SAFETY: the handles hold rows × cols and cols values.
         unsafe { rmsnorm::launch(c, &xh, &wh, &yh, (rows, cols), eps, target) }.map_err(|e| e.to_string())?;
-        Ok(f32::from_bytes(&island_runtime::proof::read(c, yh)?).to_vec())
+        Ok(f32::from_bytes(&island_runtime::readback::read(c, yh)?).to_vec())
     };
     let native = run(client, rows, Target::for_client(client))?;
     let device_default = run(client, rows, Target::default_arms(client));
@@ -151,7 +151,7 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
         let ch = c.create_from_slice(i32::as_bytes(&c0[..m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_i8::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(i32::from_bytes(&island_runtime::proof::read(c, ch)?).to_vec())
+        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;
@@ -180,7 +180,7 @@ fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize)
         let ch = c.create_from_slice(f32::as_bytes(&c0[..m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_f16::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(f32::from_bytes(&island_runtime::proof::read(c, ch)?).to_vec())
+        Ok(f32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! islands list | intrinsics | lower
-//! islands prove [--runtime cpu|vulkan|wgsl|cuda] [--json] [--lanes N] [--depth D] [--seed S] [FILTER]
+//! islands prove [--runtime cpu|cuda|hip|vulkan|metal|webgpu] [--json] [--lanes N] [--depth D] [--seed S] [FILTER]
 //! islands conform --runtime R      islands probe --runtime R
 //! islands gate --runtime R [--write DIR] [--bit-exact-only] [FILTER]
 //! islands scoreboard [--json | --markdown | --html]
@@ -304,7 +304,7 @@ fn main() -> ExitCode {
 /// A client of the named runtime, or why not.
 fn client_of(runtime: &str) -> Result<island_runtime::__private::cubecl::prelude::Client, String> {
     RuntimeName::parse(runtime)
-        .ok_or_else(|| format!("unknown runtime `{runtime}`; expected one of cpu, vulkan, wgsl, cuda"))?
+        .ok_or_else(|| format!("unknown runtime `{runtime}`; expected one of {}", RuntimeName::list()))?
         .client()
 }
 
@@ -316,7 +316,7 @@ fn conform(runtime: &str, json: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let Some(profile) = island_runtime::Profile::of_client(&device) else {
+    let Some(profile) = island_runtime::device::profile(&device) else {
         eprintln!("`{}` is not a device islands has arms for", device.name());
         return ExitCode::from(2);
     };
@@ -330,7 +330,7 @@ fn conform(runtime: &str, json: bool) -> ExitCode {
     };
     let mut runs = Vec::new();
     for entry in registry::arms().iter().filter(|e| e.expect != island_runtime::Expect::Mismatch) {
-        if let Some(run) = proof::conform(entry, &device, &cpu, &options) {
+        if let Some(run) = island_runtime::conformance::conform(entry, &device, &cpu, &options) {
             eprintln!("{} {}", run.verdict_word(), entry.name());
             runs.push(run);
         }
@@ -386,7 +386,7 @@ fn show(filter: &str, backend: &str) -> ExitCode {
         }
     };
     for &entry in registry::arms().iter().filter(|e| e.name().contains(filter)) {
-        let proof::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
+        let island_runtime::lifted::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
         let Some(profile) = island_runtime::Profile::references(backend).into_iter().find(|p| entry.spec().admits(p)) else { continue };
         for which in [Which::Arm, Which::Default] {
             println!("// {} — {which:?} — {profile}", entry.name());
@@ -442,7 +442,7 @@ fn list(json: bool) -> ExitCode {
                     "island": e.site.id,
                     "arm": e.spec().label,
                     "guard": e.spec().guard.to_string(),
-                    "proof": match e.proof { proof::ProofSpec::Lifted(_) => "lifted", proof::ProofSpec::Unprovable(_) => "none" },
+                    "proof": match e.proof { island_runtime::lifted::ProofSpec::Lifted(_) => "lifted", island_runtime::lifted::ProofSpec::Unprovable(_) => "none" },
                     "location": e.location(),
                 })
             })
@@ -458,8 +458,8 @@ fn list(json: bool) -> ExitCode {
                 e.spec().label.to_string(),
                 e.spec().guard.to_string(),
                 match e.proof {
-                    proof::ProofSpec::Lifted(l) => format!("lifted ({} inputs, cube {})", l.params.len(), l.cube_dim),
-                    proof::ProofSpec::Unprovable(_) => "none".into(),
+                    island_runtime::lifted::ProofSpec::Lifted(l) => format!("lifted ({} inputs, cube {})", l.params.len(), l.cube_dim),
+                    island_runtime::lifted::ProofSpec::Unprovable(_) => "none".into(),
                 },
                 e.location(),
             ]
@@ -485,7 +485,7 @@ fn prove(
     filter: Option<&str>,
 ) -> ExitCode {
     let Some(name) = RuntimeName::parse(runtime) else {
-        eprintln!("unknown runtime `{runtime}`; expected one of cpu, vulkan, wgsl, cuda");
+        eprintln!("unknown runtime `{runtime}`; expected one of {}", RuntimeName::list());
         return ExitCode::from(2);
     };
     let client = match name.client() {

@@ -101,7 +101,7 @@ fn run_op(client: &Client, op: Op, a: &[f32], b: &[f32], c: &[f32]) -> Result<Ve
             op,
         )
     };
-    Ok(f32::from_bytes(&island_runtime::proof::read(client, out)?).to_vec())
+    Ok(f32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
 }
 
 /// The sum of a plane's values in the xor-butterfly order (offsets 1, 2, 4, …: neighbours first).
@@ -210,7 +210,7 @@ pub fn run(device: &Client, samples: usize, seed: u64) -> Result<bool, String> {
                 BufferArg::from_raw_parts(out.clone(), n),
             )
         };
-        let got = f32::from_bytes(&island_runtime::proof::read(device, out)?).to_vec();
+        let got = f32::from_bytes(&island_runtime::readback::read(device, out)?).to_vec();
         let planes = n / width;
         let (mut uniform, mut fly, mut rev, mut fold) = (0, 0, 0, 0);
         for p in 0..planes {

@@ -90,7 +90,7 @@ fn run_tiles(client: &Client, format: Format, a: &[u8], b: &[u8], c: &[u8], n: u
         Format::F16 => tiles::tiles_f16::launch(client, count, dim, aa, ba, ca, model, target),
         Format::BF16 => tiles::tiles_bf16::launch(client, count, dim, aa, ba, ca, target),
     }
-    Ok(words(&island_runtime::proof::read(client, ch)?))
+    Ok(words(&island_runtime::readback::read(client, ch)?))
 }
 
 /// Per class: outputs compared, and mismatches against each model.
@@ -161,7 +161,7 @@ fn tally(format: Format, first: usize, a: &[u8], b: &[u8], c: &[u8], got: &[u32]
 
 /// Runs the experiment; `Ok(false)` when the model missed an output or the fixture was not caught.
 pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, String> {
-    let Some(profile) = Profile::of_client(device) else {
+    let Some(profile) = island_runtime::device::profile(device) else {
         return Err(format!("`{}` is not a device islands has arms for", device.name()));
     };
     let native = Target::forced(profile, device);

@@ -31,7 +31,7 @@ pub fn gemm_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] k: u32, #[compt
               lda: u32 = 64, ldb: u32 = 16, ldc: u32 = 16, k_tiles: u32 = 4), cube_dim = 32,
             contract = accumulation(80, "tensor-core f16 accumulation without a measured model of the device",
                                     exact_where = mma::f16_modelled);
-        cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16(a_tile, lda, b_tile, ldb, c_tile, ldc, k_tiles, target),
+        cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16::call(a_tile, lda, b_tile, ldb, c_tile, ldc, k_tiles, target),
         default => portable::tile_f16_fused(a_tile, lda, b_tile, ldb, c_tile, ldc, k_tiles),
     }
 }

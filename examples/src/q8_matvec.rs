@@ -32,7 +32,7 @@ pub const BLOCK: usize = 32;
 pub fn dot_word(w: i32, x: i32, acc: i32, #[comptime] target: Target) -> i32 {
     island! {
         proof(w: i32, x: i32, acc: i32) -> i32;
-        cuda | vulkan if dp4a => dp4a::dp4a(w, x, acc, target),
+        cuda | vulkan if dp4a => dp4a::call(w, x, acc, target),
         default => portable::dot4_i8(w, x, acc),
     }
 }
@@ -45,7 +45,7 @@ pub fn dot_word(w: i32, x: i32, acc: i32, #[comptime] target: Target) -> i32 {
 pub fn fetch(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
     island! {
         proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
-        cuda => stream::load_x4(src, index, target),
+        cuda => stream::load_x4::call(src, index, target),
         default => src[index],
     }
 }
@@ -53,7 +53,7 @@ pub fn fetch(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Ta
 /// A weight vector: the [`fetch`] island, or without a tag the CUDA streaming load itself.
 #[cube]
 fn weight(wq: &[Vector<i32, Const<4>>], index: usize, #[comptime] tag: Option<Target>) -> Vector<i32, Const<4>> {
-    if comptime!(tag.is_some()) { fetch(wq, index, comptime!(tag.unwrap())) } else { stream::native_x4(wq, index) }
+    if comptime!(tag.is_some()) { fetch(wq, index, comptime!(tag.unwrap())) } else { stream::load_x4::cuda(wq, index) }
 }
 
 /// `round(v)`, half away from zero (C's `roundf`), exactly: `v - floor(|v|)` is exact, so no
@@ -87,7 +87,7 @@ pub fn block_amax(x: &[Vector<f32, Const<4>>], word: usize, #[comptime] target: 
     island! {
         proof(x: &[Vector<f32, Const<4>>; 64], word: usize = UNIT_POS as usize) -> f32, cube_dim = 64;
         cuda | hip | vulkan | metal | webgpu if plane >= 8 => {
-            plane::group_max::<f32>(magnitude(x[word], 0.0f32), 8u32, target)
+            plane::group_max::call::<f32>(magnitude(x[word], 0.0f32), 8u32, target)
         },
         default => {
             let block = word / 8;
@@ -145,7 +145,7 @@ fn quantize_body(
     let amax = if comptime!(tag.is_some()) {
         block_amax(x, word, comptime!(tag.unwrap()))
     } else {
-        plane::group_max_native::<f32>(magnitude(x[word], 0.0f32), 8u32)
+        plane::group_max::native::<f32>(magnitude(x[word], 0.0f32), 8u32)
     };
     if ABSOLUTE_POS < words {
         let block = word / 8;
@@ -656,7 +656,7 @@ impl Problem {
 
     /// Reads `y` back.
     pub fn output(&self, client: &Client) -> Result<Vec<f32>, String> {
-        let bytes = island_runtime::proof::read(client, self.y.clone())?;
+        let bytes = island_runtime::readback::read(client, self.y.clone())?;
         Ok(f32::from_bytes(&bytes).to_vec())
     }
 }

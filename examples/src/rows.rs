@@ -20,7 +20,7 @@ pub fn rows_per_cube(client: &Client) -> u32 {
 pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(value: f32) -> f32, cube_dim = 64;
-        cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::<f32>(value, target),
+        cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::call::<f32>(value, target),
         default => portable::tree_sum::<f32>(value, 32u32),
     }
 }
@@ -31,7 +31,7 @@ pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::erro
     // The runtime's name first: this runs before every launch, and most runtimes stop here.
     if client.name() == "wgpu<spirv>"
         && island_runtime::lowering::crashes_on_shared_memory(&client.properties().identity.name)
-        && !matches!(target.explain(&__ISLANDS_SITE_ROW_SUM_0), island_runtime::Selection::Arm(_))
+        && !matches!(target.explain(island_runtime::sites_of!(row_sum)[0]), island_runtime::Selection::Arm(_))
     {
         return Err(crate::error::ShapeError(format!(
             "on this device ({target}) the row sum takes `default`, {}",

@@ -17,7 +17,7 @@ use island_runtime::prelude::*;
 pub fn dp4a(a: i32, b: i32, c: i32, #[comptime] target: Target) -> i32 {
     island! {
         proof(a: i32, b: i32, c: i32) -> i32;
-        cuda | vulkan if dp4a => crate::dp4a::dp4a(a, b, c, target),
+        cuda | vulkan if dp4a => crate::dp4a::call(a, b, c, target),
         default => portable::dot4_i8(a, b, c),
     }
 }
@@ -27,7 +27,7 @@ pub fn dp4a(a: i32, b: i32, c: i32, #[comptime] target: Target) -> i32 {
 pub fn plane_sum_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 16;
-        vulkan if plane == 8 => plane::sum::<f32>(v, target),
+        vulkan if plane == 8 => plane::sum::call::<f32>(v, target),
         default => portable::tree_sum::<f32>(v, 8u32),
     }
 }
@@ -37,7 +37,7 @@ pub fn plane_sum_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
 pub fn plane_sum_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
-        cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::<f32>(v, target),
+        cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::call::<f32>(v, target),
         default => portable::tree_sum::<f32>(v, 32u32),
     }
 }
@@ -47,7 +47,7 @@ pub fn plane_sum_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
 pub fn plane_sum_f32_w64(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 128;
-        hip if plane == 64 => plane::sum::<f32>(v, target),
+        hip if plane == 64 => plane::sum::call::<f32>(v, target),
         default => portable::tree_sum::<f32>(v, 64u32),
     }
 }
@@ -57,7 +57,7 @@ pub fn plane_sum_f32_w64(v: f32, #[comptime] target: Target) -> f32 {
 pub fn plane_sum_i32_w32(v: i32, #[comptime] target: Target) -> i32 {
     island! {
         proof(v: i32) -> i32, cube_dim = 64;
-        cuda | vulkan if plane == 32 => plane::sum::<i32>(v, target),
+        cuda | vulkan if plane == 32 => plane::sum::call::<i32>(v, target),
         default => portable::tree_sum::<i32>(v, 32u32),
     }
 }
@@ -67,7 +67,7 @@ pub fn plane_sum_i32_w32(v: i32, #[comptime] target: Target) -> i32 {
 pub fn plane_max_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 16;
-        vulkan if plane == 8 => plane::max::<f32>(v, target),
+        vulkan if plane == 8 => plane::max::call::<f32>(v, target),
         default => portable::tree_max::<f32>(v, 8u32),
     }
 }
@@ -77,7 +77,7 @@ pub fn plane_max_f32_w8(v: f32, #[comptime] target: Target) -> f32 {
 pub fn plane_max_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
-        cuda | vulkan if plane == 32 => plane::max::<f32>(v, target),
+        cuda | vulkan if plane == 32 => plane::max::call::<f32>(v, target),
         default => portable::tree_max::<f32>(v, 32u32),
     }
 }
@@ -87,7 +87,7 @@ pub fn plane_max_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
 pub fn group_max_f32_g8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
-        cuda | vulkan | metal | webgpu if plane >= 8 => plane::group_max::<f32>(v, 8u32, target),
+        cuda | vulkan | metal | webgpu if plane >= 8 => plane::group_max::call::<f32>(v, 8u32, target),
         default => portable::tree_max::<f32>(v, 8u32),
     }
 }
@@ -97,7 +97,7 @@ pub fn group_max_f32_g8(v: f32, #[comptime] target: Target) -> f32 {
 pub fn shuffle_xor_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 16;
-        vulkan if plane == 8 => plane::shuffle_xor::<f32>(v, 5u32, target),
+        vulkan if plane == 8 => plane::shuffle_xor::call::<f32>(v, 5u32, target),
         default => portable::group_read::<f32>(v, (UNIT_POS % 8) ^ 5, 8u32),
     }
 }
@@ -107,7 +107,7 @@ pub fn shuffle_xor_w8(v: f32, #[comptime] target: Target) -> f32 {
 pub fn shuffle_xor_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
-        cuda | vulkan | metal | webgpu if plane == 32 => plane::shuffle_xor::<f32>(v, 21u32, target),
+        cuda | vulkan | metal | webgpu if plane == 32 => plane::shuffle_xor::call::<f32>(v, 21u32, target),
         default => portable::group_read::<f32>(v, (UNIT_POS % 32) ^ 21, 32u32),
     }
 }
@@ -117,7 +117,7 @@ pub fn shuffle_xor_w32(v: f32, #[comptime] target: Target) -> f32 {
 pub fn broadcast_w8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 16;
-        vulkan if plane == 8 => plane::broadcast::<f32>(v, 3u32, target),
+        vulkan if plane == 8 => plane::broadcast::call::<f32>(v, 3u32, target),
         default => portable::group_read::<f32>(v, 3u32, 8u32),
     }
 }
@@ -127,7 +127,7 @@ pub fn broadcast_w8(v: f32, #[comptime] target: Target) -> f32 {
 pub fn broadcast_w32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
-        cuda | vulkan if plane == 32 => plane::broadcast::<f32>(v, 17u32, target),
+        cuda | vulkan if plane == 32 => plane::broadcast::call::<f32>(v, 17u32, target),
         default => portable::group_read::<f32>(v, 17u32, 32u32),
     }
 }
@@ -153,7 +153,7 @@ fn tile_i8_scalar(a: &[i8], b: &[i8], c: &mut [i32]) {
 pub fn mma_i8(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] target: Target) {
     island! {
         proof(a: &[i8; 512], b: &[i8; 512], c: &mut [i32; 256]), cube_dim = 32;
-        cuda | hip if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8(a, 32u32, b, 16u32, mma::Layout::RowMajor, c, 16u32, 2u32, target),
+        cuda | hip if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8::call(a, 32u32, b, 16u32, mma::Layout::RowMajor, c, 16u32, 2u32, target),
         default => tile_i8_scalar(a, b, c),
     }
 }
@@ -165,7 +165,7 @@ pub fn mma_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: Target) 
         proof(a: &[f16; 256], b: &[f16; 256], c: &mut [f32; 256]), cube_dim = 32,
             contract = accumulation(32, "tensor cores add f16 products in an order and internal precision NVIDIA does not specify",
                                     exact_where = mma::f16_modelled);
-        cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
+        cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16::call(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
         default => portable::tile_f16_fused(a, 16u32, b, 16u32, c, 16u32, 1u32),
     }
 }
@@ -175,7 +175,7 @@ pub fn mma_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: Target) 
 pub fn stream_load(src: &[i32], index: usize, #[comptime] target: Target) -> i32 {
     island! {
         proof(src: &[i32; 64], index: usize = UNIT_POS as usize) -> i32, cube_dim = 64;
-        cuda => stream::load(src, index, target),
+        cuda => stream::load::call(src, index, target),
         default => src[index],
     }
 }
@@ -185,7 +185,7 @@ pub fn stream_load(src: &[i32], index: usize, #[comptime] target: Target) -> i32
 pub fn stream_load_x4(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
     island! {
         proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
-        cuda => stream::load_x4(src, index, target),
+        cuda => stream::load_x4::call(src, index, target),
         default => src[index],
     }
 }

@@ -7,9 +7,15 @@
 //! by 1–2 ulp). On the CPU the `cuda` arm runs LLVM's IEEE `/` and `sqrt`, so its proof checks
 //! the integer formulation against IEEE arithmetic on every edge group. Each island is also the
 //! check of its intrinsic.
+//!
+//! The intrinsics `ieee_div` and `ieee_sqrt` are CUDA's operators. Their emulation is the
+//! executing runtime's own `/` and `sqrt`: on the CPU runtime that is IEEE binary32, correctly
+//! rounded, which is exactly `div.rn.f32` and `sqrt.rn.f32`. They declare no other lowering, and
+//! on other GPUs the islands below take `default`, never the emulation.
 
 use crate::portable;
 use cubecl::prelude::*;
+use island_runtime::intrinsic;
 use island_runtime::prelude::*;
 
 /// `a / b` in binary32, rounded to nearest even, on every backend.
@@ -18,7 +24,7 @@ use island_runtime::prelude::*;
 pub fn div(a: f32, b: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(a: f32, b: f32) -> f32;
-        cuda => a / b,
+        cuda => ieee_div::call(a, b, target),
         default => portable::div_rn(a, b),
     }
 }
@@ -29,7 +35,51 @@ pub fn div(a: f32, b: f32, #[comptime] target: Target) -> f32 {
 pub fn sqrt(x: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(x: f32) -> f32;
-        cuda => x.sqrt(),
+        cuda => ieee_sqrt::call(x, target),
         default => portable::sqrt_rn(x),
+    }
+}
+
+/// CUDA's `/` on f32: `div.rn.f32` without fast math.
+#[intrinsic(
+    name = "exact::div<f32>",
+    summary = "a / b in binary32, correctly rounded (CUDA's `/` without fast math is div.rn.f32)",
+    check = div,
+    lowerings(cuda => " / "),
+)]
+pub mod ieee_div {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda(a: f32, b: f32) -> f32 {
+        a / b
+    }
+
+    /// The CPU runtime's IEEE division (see the module docs).
+    #[cube]
+    pub fn emulate(a: f32, b: f32) -> f32 {
+        a / b
+    }
+}
+
+/// CUDA's `sqrt` on f32: `sqrt.rn.f32` without fast math.
+#[intrinsic(
+    name = "exact::sqrt<f32>",
+    summary = "sqrt(x) in binary32, correctly rounded (CUDA's `sqrt` without fast math is sqrt.rn.f32)",
+    check = sqrt,
+    lowerings(cuda => "sqrt("),
+)]
+pub mod ieee_sqrt {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda(x: f32) -> f32 {
+        x.sqrt()
+    }
+
+    /// The CPU runtime's IEEE square root (see the module docs).
+    #[cube]
+    pub fn emulate(x: f32) -> f32 {
+        x.sqrt()
     }
 }

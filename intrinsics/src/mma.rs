@@ -12,10 +12,8 @@
 //! there is a tolerance, not bit equality.
 
 use cubecl::prelude::*;
-use island_runtime::Target;
 use half::f16;
-use island_runtime::emulation;
-use island_runtime::{Backend, Profile};
+use island_runtime::{Backend, Profile, Target, intrinsic};
 
 use crate::tensor_core::{Cut, FusedDot};
 
@@ -57,20 +55,49 @@ impl Layout {
 /// `acc += a · b` for i8 tiles with i32 accumulation; `a` is 16×(16·k_tiles) row-major with
 /// stride `lda`, `b` is (16·k_tiles)×16 laid out as `b_layout` with stride `ldb`, `acc` is
 /// 16×16 row-major with stride `ldc`. Exact on every backend (wrapping integer sums).
-#[allow(clippy::too_many_arguments)]
-#[cube]
-pub fn tile_i8(
-    a: &[i8],
-    lda: u32,
-    b: &[i8],
-    ldb: u32,
-    #[comptime] b_layout: Layout,
-    acc: &mut [i32],
-    ldc: u32,
-    #[comptime] k_tiles: u32,
-    #[comptime] target: Target,
-) {
-    tile::<i8, i32>(a, lda, b, ldb, b_layout, acc, ldc, k_tiles, target);
+#[intrinsic(
+    name = "mma::tile_i8",
+    summary = "16×16 i32 tile += 16×k i8 · k×16 i8, one plane",
+    check = crate::checks::mma_i8,
+    lowerings(cuda => "wmma::mma_sync", hip => "rocwmma::mma_sync"),
+)]
+pub mod tile_i8 {
+    use crate::mma::Layout;
+    use cubecl::prelude::*;
+    use island_runtime::Target;
+
+    /// Fragments and `cmma::execute`.
+    #[allow(clippy::too_many_arguments)]
+    #[cube]
+    pub fn native(
+        a: &[i8],
+        lda: u32,
+        b: &[i8],
+        ldb: u32,
+        #[comptime] b_layout: Layout,
+        acc: &mut [i32],
+        ldc: u32,
+        #[comptime] k_tiles: u32,
+    ) {
+        crate::mma::cmma_tile::<i8, i32>(a, lda, b, ldb, b_layout, acc, ldc, k_tiles);
+    }
+
+    /// Each lane its outputs, the products added in `k` order: exact, as wrapping sums are.
+    #[allow(clippy::too_many_arguments)]
+    #[cube]
+    pub fn emulate(
+        a: &[i8],
+        lda: u32,
+        b: &[i8],
+        ldb: u32,
+        #[comptime] b_layout: Layout,
+        acc: &mut [i32],
+        ldc: u32,
+        #[comptime] k_tiles: u32,
+        #[comptime] target: Target,
+    ) {
+        crate::mma::k_order_tile::<i8, i32>(a, lda, b, ldb, b_layout, acc, ldc, k_tiles, target);
+    }
 }
 
 /// `acc += a · b` for f16 tiles with f32 accumulation (row-major everywhere).
@@ -78,19 +105,40 @@ pub fn tile_i8(
 /// Emulated with the profile's measured tensor-core model where [`f16_model`] has one (sm_90:
 /// bit for bit); elsewhere the products (exact in f32) are added in `k` order, which a native
 /// result may differ from in the last bits: there the contract is a tolerance.
-#[allow(clippy::too_many_arguments)]
-#[cube]
-pub fn tile_f16(
-    a: &[f16],
-    lda: u32,
-    b: &[f16],
-    ldb: u32,
-    acc: &mut [f32],
-    ldc: u32,
-    #[comptime] k_tiles: u32,
-    #[comptime] target: Target,
-) {
-    tile_f16_with(a, lda, b, ldb, acc, ldc, k_tiles, comptime!(target.arms().and_then(f16_model)), target);
+#[intrinsic(
+    name = "mma::tile_f16",
+    summary = "16×16 f32 tile += 16×k f16 · k×16 f16, one plane (bit-exact on sm_90's measured model, a tolerance elsewhere)",
+    check = crate::checks::mma_f16,
+    lowerings(cuda => "wmma::mma_sync"),
+)]
+pub mod tile_f16 {
+    use crate::mma::Layout;
+    use cubecl::prelude::*;
+    use half::f16;
+    use island_runtime::Target;
+
+    /// Fragments and `cmma::execute`.
+    #[allow(clippy::too_many_arguments)]
+    #[cube]
+    pub fn native(a: &[f16], lda: u32, b: &[f16], ldb: u32, acc: &mut [f32], ldc: u32, #[comptime] k_tiles: u32) {
+        crate::mma::cmma_tile::<f16, f32>(a, lda, b, ldb, Layout::RowMajor, acc, ldc, k_tiles);
+    }
+
+    /// The profile's measured model ([`super::f16_model`]), or the `k`-order sum.
+    #[allow(clippy::too_many_arguments)]
+    #[cube]
+    pub fn emulate(
+        a: &[f16],
+        lda: u32,
+        b: &[f16],
+        ldb: u32,
+        acc: &mut [f32],
+        ldc: u32,
+        #[comptime] k_tiles: u32,
+        #[comptime] target: Target,
+    ) {
+        crate::mma::tile_f16_with(a, lda, b, ldb, acc, ldc, k_tiles, comptime!(target.arms().and_then(crate::mma::f16_model)), target);
+    }
 }
 
 /// [`tile_f16`] with the emulation's model given: `None` adds in `k` order. Natively the same
@@ -112,7 +160,7 @@ pub fn tile_f16_with(
         tile::<f16, f32>(a, lda, b, ldb, Layout::RowMajor, acc, ldc, k_tiles, target);
     } else {
         let model = comptime!(model.unwrap());
-        let width = comptime!(emulation::width(&target));
+        let width = comptime!(target.plane());
         let lane = UNIT_POS % width;
         #[unroll]
         for j in 0..comptime!(256 / width) {
@@ -269,9 +317,8 @@ fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #[com
     f32::reinterpret(bits)
 }
 
-/// The tile product for inputs `I` and accumulator `O`: fragments and `cmma::execute` natively;
-/// otherwise each lane computes the outputs `lane, lane + width, …`, adding the products (exact
-/// in `O`) to the accumulator in `k` order.
+/// The tile product for inputs `I` and accumulator `O`: [`cmma_tile`] natively, [`k_order_tile`]
+/// otherwise.
 #[allow(clippy::too_many_arguments)]
 #[cube]
 pub fn tile<I: Numeric, O: Numeric>(
@@ -286,62 +333,96 @@ pub fn tile<I: Numeric, O: Numeric>(
     #[comptime] target: Target,
 ) {
     if target.is_native() {
-        let c = cmma::Matrix::<O>::from_slice(
-            cmma::MatrixIdent::Accumulator,
+        cmma_tile::<I, O>(a, lda, b, ldb, b_layout, acc, ldc, k_tiles);
+    } else {
+        k_order_tile::<I, O>(a, lda, b, ldb, b_layout, acc, ldc, k_tiles, target);
+    }
+}
+
+/// The tile product through CubeCL's cooperative matrices: fragments and `cmma::execute`.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+pub fn cmma_tile<I: Numeric, O: Numeric>(
+    a: &[I],
+    lda: u32,
+    b: &[I],
+    ldb: u32,
+    #[comptime] b_layout: Layout,
+    acc: &mut [O],
+    ldc: u32,
+    #[comptime] k_tiles: u32,
+) {
+    let c = cmma::Matrix::<O>::from_slice(
+        cmma::MatrixIdent::Accumulator,
+        TILE,
+        TILE,
+        TILE,
+        cmma::MatrixLayout::RowMajor,
+        &acc[0..acc.len()],
+        ldc,
+    );
+    #[unroll]
+    for kt in 0..k_tiles {
+        let a_off = (kt * 16) as usize;
+        // Where the k-th step of B starts: 16 rows down, or 16 columns right.
+        let b_off = match b_layout {
+            Layout::RowMajor => (kt * 16 * ldb) as usize,
+            Layout::ColMajor => ((kt * 16) as usize).runtime(),
+        };
+        let fa = cmma::Matrix::<I>::from_slice(
+            cmma::MatrixIdent::A,
             TILE,
             TILE,
             TILE,
             cmma::MatrixLayout::RowMajor,
-            &acc[0..acc.len()],
-            ldc,
+            &a[a_off..a.len()],
+            lda,
         );
-        #[unroll]
-        for kt in 0..k_tiles {
-            let a_off = (kt * 16) as usize;
-            // Where the k-th step of B starts: 16 rows down, or 16 columns right.
-            let b_off = match b_layout {
-                Layout::RowMajor => (kt * 16 * ldb) as usize,
-                Layout::ColMajor => ((kt * 16) as usize).runtime(),
+        let fb = cmma::Matrix::<I>::from_slice(
+            cmma::MatrixIdent::B,
+            TILE,
+            TILE,
+            TILE,
+            comptime!(b_layout.cmma()),
+            &b[b_off..b.len()],
+            ldb,
+        );
+        cmma::execute(&fa, &fb, &c, &c);
+    }
+    cmma::store(acc, &c, ldc, cmma::MatrixLayout::RowMajor);
+}
+
+/// The tile product with scalar code: each lane computes the outputs `lane, lane + width, …`,
+/// adding the products (exact in `O`) to the accumulator in `k` order.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+pub fn k_order_tile<I: Numeric, O: Numeric>(
+    a: &[I],
+    lda: u32,
+    b: &[I],
+    ldb: u32,
+    #[comptime] b_layout: Layout,
+    acc: &mut [O],
+    ldc: u32,
+    #[comptime] k_tiles: u32,
+    #[comptime] target: Target,
+) {
+    let width = comptime!(target.plane());
+    let lane = UNIT_POS % width;
+    #[unroll]
+    for j in 0..comptime!(256 / width) {
+        let e = lane + j * width;
+        let row = e / 16;
+        let col = e % 16;
+        let mut sum = acc[(row * ldc + col) as usize];
+        for k in 0..k_tiles * 16 {
+            let x = O::cast_from(a[(row * lda + k) as usize]);
+            let y = match b_layout {
+                Layout::RowMajor => O::cast_from(b[(k * ldb + col) as usize]),
+                Layout::ColMajor => O::cast_from(b[(col * ldb + k) as usize]),
             };
-            let fa = cmma::Matrix::<I>::from_slice(
-                cmma::MatrixIdent::A,
-                TILE,
-                TILE,
-                TILE,
-                cmma::MatrixLayout::RowMajor,
-                &a[a_off..a.len()],
-                lda,
-            );
-            let fb = cmma::Matrix::<I>::from_slice(
-                cmma::MatrixIdent::B,
-                TILE,
-                TILE,
-                TILE,
-                comptime!(b_layout.cmma()),
-                &b[b_off..b.len()],
-                ldb,
-            );
-            cmma::execute(&fa, &fb, &c, &c);
+            sum += x * y;
         }
-        cmma::store(acc, &c, ldc, cmma::MatrixLayout::RowMajor);
-    } else {
-        let width = comptime!(emulation::width(&target));
-        let lane = UNIT_POS % width;
-        #[unroll]
-        for j in 0..comptime!(256 / width) {
-            let e = lane + j * width;
-            let row = e / 16;
-            let col = e % 16;
-            let mut sum = acc[(row * ldc + col) as usize];
-            for k in 0..k_tiles * 16 {
-                let x = O::cast_from(a[(row * lda + k) as usize]);
-                let y = match b_layout {
-                    Layout::RowMajor => O::cast_from(b[(k * ldb + col) as usize]),
-                    Layout::ColMajor => O::cast_from(b[(col * ldb + k) as usize]),
-                };
-                sum += x * y;
-            }
-            acc[(row * ldc + col) as usize] = sum;
-        }
+        acc[(row * ldc + col) as usize] = sum;
     }
 }

@@ -1,45 +1,69 @@
 //! Plane (warp, wavefront, subgroup, SIMD-group) operations with the selected target's lane
 //! count: 32 on CUDA and Metal, 32 or 64 on HIP, the device's subgroup size on Vulkan (8 on
-//! lavapipe).
+//! lavapipe). Each is an intrinsic: `plane::sum::call::<f32>(v, target)`.
 //!
-//! Native lowering: `__shfl_xor_sync` / `__reduce_*` on CUDA, `__shfl_xor` on HIP,
-//! `OpGroupNonUniform*` on Vulkan, `subgroup*` in WGSL, `simd_*` on Metal. Emulation: the
-//! lanes of a plane exchange values through shared memory (see
-//! `island_runtime::emulation`), reducing in the butterfly order the hardware uses (xor
-//! offsets 1, 2, 4, …, neighbours first), which was measured equal to CUDA's `plane_sum` bit
+//! Native lowerings: CubeCL's plane operations, whose instructions each intrinsic's
+//! `lowerings(…)` names per backend. Emulation: the lanes of a plane exchange values through
+//! shared memory (`island_runtime::emulation`), reducing in the butterfly order the hardware
+//! uses (xor offsets 1, 2, 4, …, neighbours first), measured equal to CUDA's `plane_sum` bit
 //! for bit.
 
 use cubecl::prelude::*;
-use island_runtime::Target;
-use island_runtime::emulation;
+use island_runtime::{Target, emulation, intrinsic};
 
-/// This unit's lane in its plane.
+/// This unit's lane in its (native or emulated) plane.
 #[cube]
 pub fn lane(#[comptime] target: Target) -> u32 {
     emulation::lane(target)
 }
 
-/// The plane width the arm computes with (a comptime value).
-pub fn width(target: &Target) -> u32 {
-    emulation::width(target)
-}
-
 /// The sum over the plane; every lane receives it.
-#[cube]
-pub fn sum<T: Numeric>(value: T, #[comptime] target: Target) -> T {
-    if target.is_native() {
+#[intrinsic(
+    name = "plane::sum",
+    summary = "sum over the plane in butterfly order (xor 1, 2, 4, …), every lane receives it; f32 or wrapping i32",
+    check = [crate::checks::plane_sum_f32_w8, crate::checks::plane_sum_f32_w32, crate::checks::plane_sum_f32_w64, crate::checks::plane_sum_i32_w32],
+    lowerings(
+        cuda => "__shfl_xor_sync",
+        hip => "__shfl_xor",
+        vulkan => "OpGroupNonUniformFAdd",
+        vulkan => "OpGroupNonUniformIAdd",
+        metal => "simd_sum",
+        webgpu => "subgroupAdd",
+    ),
+)]
+pub mod sum {
+    use cubecl::prelude::*;
+    use island_runtime::{Target, emulation};
+
+    #[cube]
+    pub fn native<T: Numeric>(value: T) -> T {
         plane_sum(value)
-    } else {
+    }
+
+    #[cube]
+    pub fn emulate<T: Numeric>(value: T, #[comptime] target: Target) -> T {
         emulation::butterfly::<T>(value, comptime!(target.plane()), emulation::Reduce::Sum)
     }
 }
 
 /// The maximum over the plane; every lane receives it.
-#[cube]
-pub fn max<T: Numeric>(value: T, #[comptime] target: Target) -> T {
-    if target.is_native() {
+#[intrinsic(
+    name = "plane::max",
+    summary = "maximum over the plane, every lane receives it",
+    check = [crate::checks::plane_max_f32_w8, crate::checks::plane_max_f32_w32],
+    lowerings(cuda => "__shfl_xor_sync", vulkan => "OpGroupNonUniformFMax"),
+)]
+pub mod max {
+    use cubecl::prelude::*;
+    use island_runtime::{Target, emulation};
+
+    #[cube]
+    pub fn native<T: Numeric>(value: T) -> T {
         plane_max(value)
-    } else {
+    }
+
+    #[cube]
+    pub fn emulate<T: Numeric>(value: T, #[comptime] target: Target) -> T {
         emulation::butterfly::<T>(value, comptime!(target.plane()), emulation::Reduce::Max)
     }
 }
@@ -48,42 +72,83 @@ pub fn max<T: Numeric>(value: T, #[comptime] target: Target) -> T {
 /// width); every lane of the group receives it. Native: xor shuffles at offsets 1, 2, …,
 /// `width / 2`, each lane taking `max(own, partner)`. Emulated: the same butterfly over the
 /// group's values, gathered in one exchange.
-#[cube]
-pub fn group_max<T: Numeric>(value: T, #[comptime] width: u32, #[comptime] target: Target) -> T {
-    if target.is_native() {
-        group_max_native::<T>(value, width)
-    } else {
+#[intrinsic(
+    name = "plane::group_max",
+    summary = "maximum over each aligned group of lanes (8 in the check), every lane of the group receives it",
+    check = crate::checks::group_max_f32_g8,
+    lowerings(
+        cuda => "__shfl_xor_sync",
+        vulkan => "OpGroupNonUniformShuffleXor",
+        metal => "simd_shuffle_xor",
+        webgpu => "subgroupShuffleXor",
+    ),
+)]
+pub mod group_max {
+    use cubecl::prelude::*;
+    use island_runtime::emulation;
+
+    /// The native lowering, also for kernels written for devices with planes alone.
+    #[cube]
+    pub fn native<T: Numeric>(value: T, #[comptime] width: u32) -> T {
+        let mut m = value;
+        #[unroll]
+        for level in 0..comptime!(width.trailing_zeros()) {
+            m = cubecl::prelude::max(m, plane_shuffle_xor(m, comptime!(1u32 << level)));
+        }
+        m
+    }
+
+    #[cube]
+    pub fn emulate<T: Numeric>(value: T, #[comptime] width: u32) -> T {
         emulation::butterfly::<T>(value, width, emulation::Reduce::Max)
     }
 }
 
-/// The native lowering of [`group_max`], for kernels written for devices with planes alone.
-#[cube]
-pub fn group_max_native<T: Numeric>(value: T, #[comptime] width: u32) -> T {
-    let mut m = value;
-    #[unroll]
-    for level in 0..comptime!(width.trailing_zeros()) {
-        m = cubecl::prelude::max(m, plane_shuffle_xor(m, comptime!(1u32 << level)));
-    }
-    m
-}
-
 /// The value held by lane `lane ^ mask` (mask below the plane width).
-#[cube]
-pub fn shuffle_xor<T: CubePrimitive>(value: T, mask: u32, #[comptime] target: Target) -> T {
-    if target.is_native() {
+#[intrinsic(
+    name = "plane::shuffle_xor",
+    summary = "the value of lane `lane ^ mask`",
+    check = [crate::checks::shuffle_xor_w8, crate::checks::shuffle_xor_w32],
+    lowerings(
+        cuda => "__shfl_xor_sync",
+        vulkan => "OpGroupNonUniformShuffleXor",
+        metal => "simd_shuffle_xor",
+        webgpu => "subgroupShuffleXor",
+    ),
+)]
+pub mod shuffle_xor {
+    use cubecl::prelude::*;
+    use island_runtime::emulation;
+
+    #[cube]
+    pub fn native<T: CubePrimitive>(value: T, mask: u32) -> T {
         plane_shuffle_xor(value, mask)
-    } else {
+    }
+
+    #[cube]
+    pub fn emulate<T: CubePrimitive>(value: T, mask: u32) -> T {
         emulation::shuffle_xor::<T>(value, mask)
     }
 }
 
 /// The value held by lane `source` (a constant) of this plane.
-#[cube]
-pub fn broadcast<T: CubePrimitive>(value: T, #[comptime] source: u32, #[comptime] target: Target) -> T {
-    if target.is_native() {
+#[intrinsic(
+    name = "plane::broadcast",
+    summary = "the value of a given lane",
+    check = [crate::checks::broadcast_w8, crate::checks::broadcast_w32],
+    lowerings(cuda => "__shfl_sync", vulkan => "OpGroupNonUniformBroadcast"),
+)]
+pub mod broadcast {
+    use cubecl::prelude::*;
+    use island_runtime::{Target, emulation};
+
+    #[cube]
+    pub fn native<T: CubePrimitive>(value: T, #[comptime] source: u32) -> T {
         plane_broadcast(value, source)
-    } else {
+    }
+
+    #[cube]
+    pub fn emulate<T: CubePrimitive>(value: T, #[comptime] source: u32, #[comptime] target: Target) -> T {
         emulation::broadcast::<T>(value, source, comptime!(target.plane()))
     }
 }

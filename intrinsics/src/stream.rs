@@ -9,36 +9,57 @@
 //! around it. The conformance run checks on the device that the native load returns exactly
 //! what the plain load does (width, lane order, addressing).
 
-use cubecl::prelude::*;
-use island_runtime::{Backend, Target};
+use island_runtime::intrinsic;
 
 /// `src[index]`, loaded without allocating in L1 where the target is a CUDA device.
-#[cube]
-pub fn load(src: &[i32], index: usize, #[comptime] target: Target) -> i32 {
-    if comptime!(target.native_on(Backend::Cuda)) { native(src, index) } else { src[index] }
+#[intrinsic(
+    name = "stream::load<i32>",
+    summary = "a read-only load that does not allocate in L1 (data read once)",
+    check = crate::checks::stream_load,
+    lowerings(cuda => "ld.global.nc.L1::no_allocate.b32"),
+)]
+pub mod load {
+    use cubecl::prelude::*;
+
+    /// The CUDA lowering, also for kernels written for CUDA alone.
+    #[cube]
+    pub fn cuda(src: &[i32], index: usize) -> i32 {
+        let ptr = src.slice(index, index + 1).as_ptr();
+        let value: i32;
+        gpu_asm!("ld.global.nc.L1::no_allocate.b32 {}, [{}];", out(_) value, in(_) ptr, options(nomem));
+        value
+    }
+
+    /// The plain load: the hint changes caching, never the bytes.
+    #[cube]
+    pub fn emulate(src: &[i32], index: usize) -> i32 {
+        src[index]
+    }
 }
 
 /// `src[index]`, one 16-byte vector, loaded without allocating in L1 where the target is a
 /// CUDA device.
-#[cube]
-pub fn load_x4(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
-    if comptime!(target.native_on(Backend::Cuda)) { native_x4(src, index) } else { src[index] }
-}
+#[intrinsic(
+    name = "stream::load<i32x4>",
+    summary = "a read-only 16-byte load that does not allocate in L1 (data read once)",
+    check = crate::checks::stream_load_x4,
+    lowerings(cuda => "ld.global.nc.L1::no_allocate.v4.b32"),
+)]
+pub mod load_x4 {
+    use cubecl::prelude::*;
 
-/// The CUDA lowering of [`load`], for kernels written for CUDA alone.
-#[cube]
-pub fn native(src: &[i32], index: usize) -> i32 {
-    let ptr = src.slice(index, index + 1).as_ptr();
-    let value: i32;
-    gpu_asm!("ld.global.nc.L1::no_allocate.b32 {}, [{}];", out(_) value, in(_) ptr, options(nomem));
-    value
-}
+    /// The CUDA lowering, also for kernels written for CUDA alone.
+    #[cube]
+    pub fn cuda(src: &[Vector<i32, Const<4>>], index: usize) -> Vector<i32, Const<4>> {
+        let ptr = src.slice(index, index + 1).as_ptr();
+        let value: Vector<i32, Const<4>>;
+        gpu_asm!("ld.global.nc.L1::no_allocate.v4.b32 {}, [{}];", out(_) value, in(_) ptr, options(nomem));
+        value
+    }
 
-/// The CUDA lowering of [`load_x4`], for kernels written for CUDA alone.
-#[cube]
-pub fn native_x4(src: &[Vector<i32, Const<4>>], index: usize) -> Vector<i32, Const<4>> {
-    let ptr = src.slice(index, index + 1).as_ptr();
-    let value: Vector<i32, Const<4>>;
-    gpu_asm!("ld.global.nc.L1::no_allocate.v4.b32 {}, [{}];", out(_) value, in(_) ptr, options(nomem));
-    value
+    /// The plain load: the hint changes caching, never the bytes.
+    #[cube]
+    pub fn emulate(src: &[Vector<i32, Const<4>>], index: usize) -> Vector<i32, Const<4>> {
+        src[index]
+    }
 }

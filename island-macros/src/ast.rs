@@ -1,16 +1,21 @@
 //! A typed view of `island!` and of the function holding it.
 
+use island_vocab::{Atom, Backend};
 use proc_macro2::Span;
 use syn::{Expr, Ident, LitStr, Type};
 
-/// The backend keywords an arm may use. Mirrors `island_runtime::Backend`.
-pub const BACKENDS: &[(&str, &str)] = &[
-    ("cuda", "Cuda"),
-    ("hip", "Hip"),
-    ("vulkan", "Vulkan"),
-    ("metal", "Metal"),
-    ("webgpu", "WebGpu"),
-];
+/// The backend keywords, as error messages list them (`cuda, hip, …`).
+pub fn backend_list() -> String {
+    Backend::ALL.map(Backend::keyword).join(", ")
+}
+
+/// Whether `ty` is the tag type, `Target` (by any path).
+pub fn is_target_type(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) => p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Target" && s.arguments.is_empty()),
+        _ => false,
+    }
+}
 
 /// The keyword of the normative arm.
 pub const DEFAULT: &str = "default";
@@ -72,34 +77,7 @@ pub enum Pattern {
 #[derive(Clone)]
 pub struct BackendKey {
     pub ident: Ident,
-    /// `Cuda`, `Hip`, … as named in `island_runtime::Backend`.
-    pub variant: &'static str,
-}
-
-/// One condition of a guard, as written.
-#[derive(Clone)]
-pub struct Atom {
-    pub kind: AtomKind,
-}
-
-#[derive(Clone, PartialEq, Eq)]
-pub enum AtomKind {
-    Sm(&'static str, u32),
-    Plane(&'static str, u32),
-    Dp4a,
-    Cmma { a: String, b: String, acc: String, m: u32, n: u32, k: u32 },
-}
-
-impl AtomKind {
-    /// The atom as the registry prints it.
-    pub fn text(&self) -> String {
-        match self {
-            AtomKind::Sm(op, v) => format!("sm {op} {v}"),
-            AtomKind::Plane(op, v) => format!("plane {op} {v}"),
-            AtomKind::Dp4a => "dp4a".into(),
-            AtomKind::Cmma { a, b, acc, m, n, k } => format!("cmma({a}, {b}, {acc}, {m}, {n}, {k})"),
-        }
-    }
+    pub backend: Backend,
 }
 
 impl Arm {
@@ -117,7 +95,7 @@ impl Arm {
 
     /// The guard as written, normalised (`sm >= 61 && dp4a`).
     pub fn guard_text(&self) -> String {
-        self.guard.iter().map(|a| a.kind.text()).collect::<Vec<_>>().join(" && ")
+        self.guard.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(" && ")
     }
 }
 

@@ -2,6 +2,7 @@
 //! beside the function (its site, its registrations, its lifted proof kernel).
 
 use crate::ast::*;
+use island_vocab::{Atom, Expect};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Expr, Ident};
@@ -18,14 +19,6 @@ pub struct Context<'a> {
     pub expect: Expect,
 }
 
-/// What a function's proofs must conclude, from its `#[islands(…)]` options.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Expect {
-    Equal,
-    Mismatch,
-    NativeMismatch,
-}
-
 /// The module holding an island's proof kernel: `__islands_<fn>_<n>`.
 pub fn module_name(cx: &Context) -> Ident {
     format_ident!("__islands_{}_{}", cx.function, cx.index)
@@ -34,7 +27,7 @@ pub fn module_name(cx: &Context) -> Ident {
 /// The island's [`Site`](island_runtime::Site) static, beside the function (so that
 /// `module_path!()` is the function's module).
 pub fn site_name(cx: &Context) -> Ident {
-    format_ident!("__ISLANDS_SITE_{}_{}", cx.function.to_string().to_uppercase(), cx.index)
+    crate::names::site(cx.function, cx.index)
 }
 
 /// The comptime `match` that replaces `island! { … }`: the tag picks one arm while the kernel
@@ -77,14 +70,11 @@ pub fn items(island: &Island, cx: &Context, select: &Expr) -> TokenStream {
         Some(sig) => lifted(sig, cx, select),
         None => TokenStream::new(),
     };
-    let expect = match cx.expect {
-        Expect::Equal => quote!(#rt::Expect::Equal),
-        Expect::Mismatch => quote!(#rt::Expect::Mismatch),
-        Expect::NativeMismatch => quote!(#rt::Expect::NativeMismatch),
-    };
+    let expect = Ident::new(cx.expect.variant(), Span::call_site());
+    let expect = quote!(#rt::Expect::#expect);
     let proof_spec = match &island.proof {
-        Some(_) => quote!(#rt::proof::ProofSpec::Lifted(&#module::LIFTED)),
-        None => quote!(#rt::proof::ProofSpec::Unprovable(
+        Some(_) => quote!(#rt::lifted::ProofSpec::Lifted(&#module::LIFTED)),
+        None => quote!(#rt::lifted::ProofSpec::Unprovable(
             "the island declares no proof signature (`proof(…) -> T;`), so it cannot be lifted into a proof kernel"
         )),
     };
@@ -136,7 +126,7 @@ fn arm_spec(arm: &Arm) -> TokenStream {
     let label = arm.label();
     let Pattern::Backends(keys) = &arm.pattern else { unreachable!("only accelerated arms have specs") };
     let backends = keys.iter().map(|k| {
-        let v = Ident::new(k.variant, Span::call_site());
+        let v = Ident::new(k.backend.variant(), Span::call_site());
         quote!(#rt::Backend::#v)
     });
     let atoms = arm.guard.iter().map(atom);
@@ -149,45 +139,24 @@ fn arm_spec(arm: &Arm) -> TokenStream {
     }
 }
 
-fn atom(atom: &Atom) -> TokenStream {
+/// The tokens of a guard atom, as a constant of the runtime's vocabulary.
+pub fn atom(atom: &Atom) -> TokenStream {
     let rt = crate::paths::runtime();
-    let cmp = |op: &str| {
-        let v = match op {
-            "==" => "Eq",
-            "!=" => "Ne",
-            "<" => "Lt",
-            "<=" => "Le",
-            ">" => "Gt",
-            _ => "Ge",
-        };
-        let v = Ident::new(v, Span::call_site());
-        quote!(#rt::Cmp::#v)
-    };
-    let elem = |e: &str| {
-        let v = match e {
-            "i8" => "I8",
-            "u8" => "U8",
-            "i32" => "I32",
-            "f16" => "F16",
-            "bf16" => "BF16",
-            _ => "F32",
-        };
-        let v = Ident::new(v, Span::call_site());
-        quote!(#rt::Elem::#v)
-    };
-    match &atom.kind {
-        AtomKind::Sm(op, v) => {
-            let c = cmp(op);
-            quote!(#rt::Atom::Sm(#c, #v))
+    let ident = |name: &str| Ident::new(name, Span::call_site());
+    match *atom {
+        Atom::Sm(cmp, v) => {
+            let c = ident(cmp.variant());
+            quote!(#rt::Atom::Sm(#rt::Cmp::#c, #v))
         }
-        AtomKind::Plane(op, v) => {
-            let c = cmp(op);
-            quote!(#rt::Atom::Plane(#c, #v))
+        Atom::Plane(cmp, v) => {
+            let c = ident(cmp.variant());
+            quote!(#rt::Atom::Plane(#rt::Cmp::#c, #v))
         }
-        AtomKind::Dp4a => quote!(#rt::Atom::Dp4a),
-        AtomKind::Cmma { a, b, acc, m, n, k } => {
-            let (a, b, acc) = (elem(a), elem(b), elem(acc));
-            quote!(#rt::Atom::Cmma(#rt::Mma { a: #a, b: #b, acc: #acc, m: #m, n: #n, k: #k }))
+        Atom::Dp4a => quote!(#rt::Atom::Dp4a),
+        Atom::Cmma(shape) => {
+            let (a, b, acc) = (ident(shape.a.variant()), ident(shape.b.variant()), ident(shape.acc.variant()));
+            let (m, n, k) = (shape.m, shape.n, shape.k);
+            quote!(#rt::Atom::Cmma(#rt::Mma { a: #rt::Elem::#a, b: #rt::Elem::#b, acc: #rt::Elem::#acc, m: #m, n: #n, k: #k }))
         }
     }
 }
@@ -210,11 +179,11 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                 params.push(quote!(#buffer: &[#ty]));
                 loads.push(quote!(let #name: #ty = #buffer[ABSOLUTE_POS];));
                 descs.push(quote! {
-                    #rt::proof::Param {
+                    #rt::lifted::Param {
                         name: #label,
                         kind: <#ty as #rt::ProofValue>::KIND,
                         width: <#ty as #rt::ProofValue>::WIDTH,
-                        shape: #rt::proof::Shape::Lane,
+                        shape: #rt::lifted::Shape::Lane,
                         mutable: false,
                     }
                 });
@@ -232,11 +201,11 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                     loads.push(quote!(let #name = &#buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];));
                 }
                 descs.push(quote! {
-                    #rt::proof::Param {
+                    #rt::lifted::Param {
                         name: #label,
                         kind: <#elem as #rt::ProofValue>::KIND,
                         width: <#elem as #rt::ProofValue>::WIDTH,
-                        shape: #rt::proof::Shape::Cube(#len),
+                        shape: #rt::lifted::Shape::Cube(#len),
                         mutable: #mutable,
                     }
                 });
@@ -279,7 +248,7 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             #store
         }
 
-        pub static LIFTED: #rt::proof::Lifted = #rt::proof::Lifted {
+        pub static LIFTED: #rt::lifted::Lifted = #rt::lifted::Lifted {
             params: &[#(#descs),*],
             output: #out_kind,
             output_width: #out_width,
@@ -291,17 +260,17 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             define: define_lifted,
         };
 
-        fn launch_lifted(args: &#rt::proof::LaunchArgs<'_>) {
+        fn launch_lifted(args: &#rt::lifted::LaunchArgs<'_>) {
             kernel::launch(args.client, args.cube_count(), args.cube_dim(), #(#args,)* args.target());
         }
 
         fn define_lifted(
-            args: &#rt::proof::LaunchArgs<'_>,
+            args: &#rt::lifted::LaunchArgs<'_>,
             device: #rt::__private::Arc<#cubecl::prelude::DeviceProperties>,
             target: #rt::__private::Arc<#cubecl::prelude::TargetProperties>,
-        ) -> #rt::proof::Definition {
+        ) -> #rt::lifted::Definition {
             let kernel = kernel::create_dummy_kernel(device, target, args.cube_count(), args.cube_dim(), #(#define_args,)* args.target());
-            #rt::proof::define(&kernel)
+            #rt::lifted::define(&kernel)
         }
     }
 }

@@ -1,57 +1,63 @@
-//! `#[intrinsic(...)]` on a module: a packaged intrinsic. The module holds one `#[cube]`
-//! function per backend with a native lowering (named after the backend) and `emulate`, which
-//! runs everywhere else; the attribute adds `call`, which picks between them with the tag, and
-//! registers the intrinsic in the table.
+//! `#[intrinsic(...)]` on a module: a packaged intrinsic. The module holds `emulate`, which
+//! runs wherever there is no native lowering (the CPU included), and the native lowerings: a
+//! `#[cube]` function named after each backend of `lowerings(…)`, or one `native` function for
+//! every backend without its own. The attribute adds `call`, which picks between them with the
+//! tag, and registers the intrinsic in the table.
+//!
+//! Every function of the module receives, by name, the parameters it declares; `call` takes
+//! the emulation's parameters, and the tag (`#[comptime] target: Target`) if `emulate` does not
+//! take it already.
 
-use crate::ast::BACKENDS;
+use island_vocab::Atom;
+use island_vocab::Backend;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{FnArg, Ident, Item, ItemFn, ItemMod, LitStr, Pat, Path, Token, parenthesized};
+use syn::{FnArg, Ident, Item, ItemFn, ItemMod, LitStr, Pat, Path, Token, bracketed, parenthesized};
 
 /// The attribute's arguments.
 struct Args {
     name: LitStr,
     summary: LitStr,
-    check: Path,
+    checks: Vec<Path>,
     lowerings: Vec<Row>,
 }
 
+/// `vulkan if dp4a => "OpSDot"`.
 struct Row {
     backend: Ident,
-    capability: Option<Ident>,
+    variant: &'static str,
+    guard: Vec<Atom>,
     instruction: LitStr,
 }
 
 impl Parse for Row {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let backend: Ident = input.parse()?;
-        if !BACKENDS.iter().any(|(k, _)| backend == k) {
-            let names: Vec<&str> = BACKENDS.iter().map(|(k, _)| *k).collect();
+        let Some(found) = Backend::from_keyword(&backend.to_string()) else {
             return Err(syn::Error::new(
                 backend.span(),
-                format!("unknown backend `{backend}`; expected one of {}", names.join(", ")),
+                format!("unknown backend `{backend}`; expected one of {}", crate::ast::backend_list()),
             ));
-        }
-        let capability = if input.peek(Token![if]) {
+        };
+        let guard = if input.peek(Token![if]) {
             input.parse::<Token![if]>()?;
-            let cap: Ident = input.parse()?;
-            if cap != "dp4a" {
-                return Err(syn::Error::new(cap.span(), "a lowering row's capability is `dp4a` or none"));
-            }
-            Some(cap)
+            crate::parse::guard(input)?
         } else {
-            None
+            Vec::new()
         };
         input.parse::<Token![=>]>()?;
-        Ok(Row { backend, capability, instruction: input.parse()? })
+        Ok(Row { backend, variant: found.variant(), guard, instruction: input.parse()? })
     }
 }
 
+/// The options `#[intrinsic(…)]` accepts.
+pub const OPTIONS: &str = "name = \"…\", summary = \"…\", check = path (or [path, …]) and lowerings(…)";
+
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let (mut name, mut summary, mut check, mut lowerings) = (None, None, None, None);
+        let (mut name, mut summary, mut checks, mut lowerings) = (None, None, None, None);
         while !input.is_empty() {
             let key: Ident = input.parse()?;
             match key.to_string().as_str() {
@@ -65,7 +71,13 @@ impl Parse for Args {
                 }
                 "check" => {
                     input.parse::<Token![=]>()?;
-                    check = Some(input.parse::<Path>()?);
+                    checks = Some(if input.peek(syn::token::Bracket) {
+                        let content;
+                        bracketed!(content in input);
+                        Punctuated::<Path, Token![,]>::parse_terminated(&content)?.into_iter().collect()
+                    } else {
+                        vec![input.parse::<Path>()?]
+                    });
                 }
                 "lowerings" => {
                     let content;
@@ -73,10 +85,7 @@ impl Parse for Args {
                     lowerings = Some(Punctuated::<Row, Token![,]>::parse_terminated(&content)?.into_iter().collect());
                 }
                 other => {
-                    return Err(syn::Error::new(
-                        key.span(),
-                        format!("unknown intrinsic option `{other}`; expected name, summary, check or lowerings(…)"),
-                    ));
+                    return Err(syn::Error::new(key.span(), format!("unknown intrinsic option `{other}`; expected {OPTIONS}")));
                 }
             }
             if !input.is_empty() {
@@ -84,10 +93,14 @@ impl Parse for Args {
             }
         }
         let missing = |what: &str| syn::Error::new(Span::call_site(), format!("#[intrinsic] needs `{what}`"));
+        let checks: Vec<Path> = checks.ok_or_else(|| missing("check = path::to::check_function"))?;
+        if checks.is_empty() {
+            return Err(missing("check = path::to::check_function"));
+        }
         Ok(Args {
             name: name.ok_or_else(|| missing("name = \"…\""))?,
             summary: summary.ok_or_else(|| missing("summary = \"…\""))?,
-            check: check.ok_or_else(|| missing("check = path::to::check_function"))?,
+            checks,
             lowerings: lowerings.unwrap_or_default(),
         })
     }
@@ -104,6 +117,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// The name of the function whose native code a row's backend runs: its own, else `native`.
+fn implementor<'a>(functions: &'a [ItemFn], backend: &Ident) -> Option<&'a ItemFn> {
+    let by_name = |name: &str| functions.iter().find(|f| f.sig.ident == name);
+    by_name(&backend.to_string()).or_else(|| by_name("native"))
+}
+
 fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let rt = crate::paths::runtime();
     let args: Args = syn::parse2(attr)?;
@@ -111,14 +130,15 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let Some((_, items)) = &mut module.content else {
         return Err(syn::Error::new_spanned(&module.ident, "#[intrinsic] needs an inline module: `mod name { … }`"));
     };
-    let function = |name: &str| {
-        items.iter().find_map(|i| match i {
-            Item::Fn(f) if f.sig.ident == name => Some(f.clone()),
+    let functions: Vec<ItemFn> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Fn(f) => Some(f.clone()),
             _ => None,
         })
-    };
+        .collect();
     let intrinsic = args.name.value();
-    let Some(emulate) = function("emulate") else {
+    let Some(emulate) = functions.iter().find(|f| f.sig.ident == "emulate") else {
         return Err(syn::Error::new_spanned(
             &module.ident,
             format!(
@@ -129,20 +149,29 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     };
     let mut errors: Vec<syn::Error> = Vec::new();
     for row in &args.lowerings {
-        if function(&row.backend.to_string()).is_none() {
+        if implementor(&functions, &row.backend).is_none() {
             errors.push(syn::Error::new(
                 row.backend.span(),
-                format!("intrinsic `{intrinsic}` declares a `{0}` lowering but its module has no `fn {0}(…)`", row.backend),
+                format!(
+                    "intrinsic `{intrinsic}` declares a `{0}` lowering but its module has neither `fn {0}(…)` nor `fn native(…)`",
+                    row.backend
+                ),
             ));
         }
     }
-    for (keyword, _) in BACKENDS {
-        if let Some(f) = function(keyword)
-            && !args.lowerings.iter().any(|r| r.backend == keyword)
-        {
+    for f in &functions {
+        let name = f.sig.ident.to_string();
+        let declared = args.lowerings.iter().any(|r| r.backend == name);
+        if Backend::from_keyword(&name).is_some() && !declared {
             errors.push(syn::Error::new_spanned(
                 &f.sig.ident,
-                format!("`fn {keyword}` is not declared in `lowerings(…)`: add `{keyword} => \"<instruction>\"` or rename it"),
+                format!("`fn {name}` is not declared in `lowerings(…)`: add `{name} => \"<instruction>\"` or rename it"),
+            ));
+        }
+        if name == "native" && args.lowerings.iter().all(|r| functions.iter().any(|g| r.backend == g.sig.ident)) {
+            errors.push(syn::Error::new_spanned(
+                &f.sig.ident,
+                "`fn native` serves no backend: every row of `lowerings(…)` has its own function",
             ));
         }
     }
@@ -154,17 +183,27 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         return Err(all);
     }
 
-    let call = dispatcher(&emulate, &args)?;
+    let call = dispatcher(emulate, &functions, &args)?;
     items.push(syn::parse2(call)?);
 
     let rows = args.lowerings.iter().map(|r| {
-        let (backend, instruction) = (&r.backend, &r.instruction);
-        match &r.capability {
-            Some(cap) => quote!(#backend if #cap => #instruction),
-            None => quote!(#backend => #instruction),
+        let variant = Ident::new(r.variant, Span::call_site());
+        let atoms = r.guard.iter().map(crate::expand::atom);
+        let instruction = &r.instruction;
+        quote! {
+            #rt::intrinsic::Lowering {
+                backend: #rt::Backend::#variant,
+                requires: #rt::Guard(&[#(#atoms),*]),
+                instruction: #instruction,
+            }
         }
     });
-    let (name, summary, check) = (&args.name, &args.summary, &args.check);
+    let check_sites = args.checks.iter().map(|p| {
+        let sites = crate::names::sites_path(p);
+        quote!(#sites)
+    });
+    let check_path = args.checks.iter().map(|p| quote!(#p).to_string().replace(' ', "")).collect::<Vec<_>>().join(", ");
+    let (name, summary) = (&args.name, &args.summary);
     let unique = format_ident!(
         "INTRINSIC_NAMED_{}_IS_DEFINED_ONCE",
         intrinsic.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect::<String>(),
@@ -179,45 +218,97 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #[allow(dead_code)]
         const #unique: () = ();
 
-        #rt::register_intrinsic! {
-            name: #name,
-            summary: #summary,
-            check: #check,
-            lowerings: [#(#rows),*],
+        #rt::__private::inventory::submit! {
+            #rt::intrinsic::Intrinsic {
+                name: #name,
+                krate: env!("CARGO_PKG_NAME"),
+                summary: #summary,
+                lowerings: &[#(#rows),*],
+                check: &[#(#check_sites),*],
+                check_path: #check_path,
+            }
         }
     })
 }
 
-/// `pub fn call(<emulate's parameters>, #[comptime] target: Target) -> <emulate's return>`.
-fn dispatcher(emulate: &ItemFn, args: &Args) -> syn::Result<TokenStream> {
+/// A parameter's name, or an error for patterns an intrinsic cannot forward.
+fn param_name(p: &FnArg) -> syn::Result<Ident> {
+    match p {
+        FnArg::Typed(pt) => match &*pt.pat {
+            Pat::Ident(pi) => Ok(pi.ident.clone()),
+            other => Err(syn::Error::new_spanned(other, "intrinsic parameters must be plain names")),
+        },
+        FnArg::Receiver(r) => Err(syn::Error::new_spanned(r, "an intrinsic is a free function")),
+    }
+}
+
+/// `callee(<its parameters, by name>)`, with its type parameters named explicitly.
+fn forward(callee: &ItemFn, available: &[Ident], generics: &[Ident]) -> syn::Result<TokenStream> {
+    let ident = &callee.sig.ident;
+    let mut args = Vec::new();
+    for p in &callee.sig.inputs {
+        let name = param_name(p)?;
+        if !available.contains(&name) {
+            return Err(syn::Error::new_spanned(
+                p,
+                format!(
+                    "parameter `{name}` of `fn {ident}` is not a parameter of `emulate`: every function of an intrinsic \
+                     takes, by name, a subset of the emulation's parameters (and the tag)"
+                ),
+            ));
+        }
+        args.push(name);
+    }
+    let types: Vec<&Ident> = callee.sig.generics.type_params().map(|t| &t.ident).collect();
+    for t in &types {
+        if !generics.contains(t) {
+            return Err(syn::Error::new_spanned(t, format!("type parameter `{t}` of `fn {ident}` is not one of `emulate`'s")));
+        }
+    }
+    let turbofish = (!types.is_empty()).then(|| quote!(::<#(#types),*>));
+    Ok(quote!(#ident #turbofish (#(#args),*)))
+}
+
+/// `pub fn call(<emulate's parameters>[, #[comptime] target: Target]) -> <emulate's return>`.
+fn dispatcher(emulate: &ItemFn, functions: &[ItemFn], args: &Args) -> syn::Result<TokenStream> {
     let rt = crate::paths::runtime();
-    let params: Vec<&FnArg> = emulate.sig.inputs.iter().collect();
+    let mut params: Vec<FnArg> = emulate.sig.inputs.iter().cloned().collect();
+    let tag = params.iter().find_map(|p| match p {
+        FnArg::Typed(pt) if crate::ast::is_target_type(&pt.ty) => param_name(p).ok(),
+        _ => None,
+    });
+    let tag = match tag {
+        Some(t) => t,
+        None => {
+            let t = Ident::new("target", Span::call_site());
+            params.push(syn::parse_quote!(#[comptime] #t: #rt::Target));
+            t
+        }
+    };
+    let available: Vec<Ident> = params.iter().map(param_name).collect::<syn::Result<_>>()?;
+    let generics: Vec<Ident> = emulate.sig.generics.type_params().map(|t| t.ident.clone()).collect();
     let output = &emulate.sig.output;
-    let generics = &emulate.sig.generics;
-    let names: Vec<Ident> = params
-        .iter()
-        .map(|p| match p {
-            FnArg::Typed(pt) => match &*pt.pat {
-                Pat::Ident(pi) => Ok(pi.ident.clone()),
-                other => Err(syn::Error::new_spanned(other, "intrinsic parameters must be plain names")),
-            },
-            FnArg::Receiver(r) => Err(syn::Error::new_spanned(r, "an intrinsic is a free function")),
-        })
-        .collect::<syn::Result<_>>()?;
+    let sig_generics = &emulate.sig.generics;
     let name = &args.name;
+    let emulated = forward(emulate, &available, &generics)?;
     let mut body = quote! {{
-        comptime!(#rt::intrinsic::note_emulated(#name, &target));
-        emulate(#(#names),*)
+        comptime!(#rt::intrinsic::note_emulated(#name, &#tag));
+        #emulated
     }};
-    for row in args.lowerings.iter().rev() {
-        let backend = &row.backend;
-        let variant = Ident::new(
-            BACKENDS.iter().find(|(k, _)| backend == k).map(|(_, v)| *v).expect("checked when parsed"),
-            Span::call_site(),
-        );
+    let mut seen: Vec<&'static str> = Vec::new();
+    let mut branches = Vec::new();
+    for row in &args.lowerings {
+        if seen.contains(&row.variant) {
+            continue;
+        }
+        seen.push(row.variant);
+        let callee = implementor(functions, &row.backend).expect("checked above");
+        branches.push((Ident::new(row.variant, Span::call_site()), forward(callee, &available, &generics)?));
+    }
+    for (variant, native) in branches.into_iter().rev() {
         body = quote! {
-            if comptime!(target.native_on(#rt::Backend::#variant)) {
-                #backend(#(#names),*)
+            if comptime!(#tag.native_on(#rt::Backend::#variant)) {
+                #native
             } else {
                 #body
             }
@@ -226,12 +317,13 @@ fn dispatcher(emulate: &ItemFn, args: &Args) -> syn::Result<TokenStream> {
     let doc = format!(
         "`{}`: the native lowering where the arm's device has one ({}), the emulation otherwise.",
         args.name.value(),
-        args.lowerings.iter().map(|r| r.backend.to_string()).collect::<Vec<_>>().join(", ")
+        seen.iter().map(|v| Backend::ALL.iter().find(|b| b.variant() == *v).map_or("?", |b| b.keyword())).collect::<Vec<_>>().join(", ")
     );
     Ok(quote! {
         #[doc = #doc]
         #[cube]
-        pub fn call #generics (#(#params,)* #[comptime] target: #rt::Target) #output {
+        #[allow(clippy::too_many_arguments)]
+        pub fn call #sig_generics (#(#params),*) #output {
             #body
         }
     })

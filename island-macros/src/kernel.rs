@@ -2,7 +2,7 @@
 //! islands' items and (for launch kernels) the launch paths that fill the tag.
 
 use crate::ast::{Island, TagParam};
-use crate::expand::Expect;
+use island_vocab::Expect;
 use crate::parse::TagOption;
 use crate::{expand, parse, validate};
 use proc_macro2::{Span, TokenStream};
@@ -58,8 +58,7 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
     for o in options {
         match o {
             TagOption::Tag(name) => explicit_tag = Some(name),
-            TagOption::ExpectMismatch => expect = Expect::Mismatch,
-            TagOption::ExpectNativeMismatch => expect = Expect::NativeMismatch,
+            TagOption::Expect(e) => expect = e,
         }
     }
     let Some(cube) = cube_attr(&func.attrs) else {
@@ -78,6 +77,7 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
         tag: tag.unwrap_or(None),
         expect,
         count: 0,
+        sites: Vec::new(),
         items: Vec::new(),
         errors: Vec::new(),
     };
@@ -93,7 +93,15 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
         ));
     }
     errors.append(&mut visitor.errors);
-    let items = visitor.items;
+    let mut items = visitor.items;
+    // Every island of the function, for `sites_of!(function)` and `#[intrinsic(check = …)]`.
+    let rt = crate::paths::runtime();
+    let (list, vis, sites) = (crate::names::sites(&func.sig.ident), &func.vis, &visitor.sites);
+    items.push(quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #vis static #list: &[&#rt::Site] = &[#(&#sites),*];
+    });
 
     if is_kernel {
         let launch = launch_paths(&mut func, &cube, visitor.tag.as_ref().map(|t| &t.name));
@@ -133,12 +141,12 @@ fn tag_param(
                 return Err(());
             }
         },
-        None => params.iter().find(|(_, pt)| is_target_type(&pt.ty)).or_else(|| params.iter().find(|(n, _)| n == "target")),
+        None => params.iter().find(|(_, pt)| crate::ast::is_target_type(&pt.ty)).or_else(|| params.iter().find(|(n, _)| n == "target")),
     };
     if let Some((name, pt)) = found {
         let name = name.clone();
         let ty = &pt.ty;
-        if !is_target_type(ty) {
+        if !crate::ast::is_target_type(ty) {
             errors.push(syn::Error::new(
                 ty.span(),
                 format!(
@@ -176,12 +184,6 @@ fn mark_comptime(func: &mut ItemFn, name: &Ident) {
     }
 }
 
-fn is_target_type(ty: &Type) -> bool {
-    match ty {
-        Type::Path(p) => p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Target" && s.arguments.is_empty()),
-        _ => false,
-    }
-}
 
 /// What an invalid island becomes: its error, as an expression. `comptime!` makes CubeCL paste
 /// it verbatim, and an expression that is a compile error takes whatever type its context
@@ -197,6 +199,8 @@ struct Rewriter {
     tag: Option<TagParam>,
     expect: Expect,
     count: usize,
+    /// The `Site` statics of the islands expanded so far.
+    sites: Vec<Ident>,
     items: Vec<TokenStream>,
     errors: Vec<syn::Error>,
 }
@@ -234,6 +238,7 @@ impl Rewriter {
         let cx = expand::Context { function: &self.function, index, tag: &tag.name, expect: self.expect };
         let select = expand::selection(&island, &cx);
         self.items.push(expand::items(&island, &cx, &select));
+        self.sites.push(expand::site_name(&cx));
         select
     }
 }

@@ -12,6 +12,7 @@ mod ast;
 mod expand;
 mod intrinsic;
 mod kernel;
+mod names;
 mod parse;
 mod paths;
 mod validate;
@@ -28,13 +29,28 @@ pub fn islands(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
 }
 
-/// A packaged intrinsic: on an inline module holding `#[cube] fn emulate(…)` and one
-/// `#[cube] fn <backend>(…)` per native lowering, it adds `call(…, target)` and registers the
-/// intrinsic. Options: `name = "…"`, `summary = "…"`, `check = path::to::check_function`,
+/// A packaged intrinsic: on an inline module holding `#[cube] fn emulate(…)` and, per native
+/// lowering, `#[cube] fn <backend>(…)` (or one `fn native(…)` shared by the backends without
+/// their own), it adds `call(…, target)` and registers the intrinsic. Options: `name = "…"`,
+/// `summary = "…"`, `check = path::to::check_function` (or a list `[a, b]`),
 /// `lowerings(cuda => "instruction", vulkan if dp4a => "…")`.
 #[proc_macro_attribute]
 pub fn intrinsic(attr: TokenStream, item: TokenStream) -> TokenStream {
     intrinsic::expand(attr.into(), item.into()).into()
+}
+
+/// The islands of a function marked `#[islands]`, in source order: `&'static [&'static Site]`.
+/// With `Target::explain`, it answers which arm each island takes on a target, and why:
+///
+/// ```ignore
+/// let selection = target.explain(sites_of!(crate::rows::row_sum)[0]);
+/// ```
+#[proc_macro]
+pub fn sites_of(input: TokenStream) -> TokenStream {
+    match syn::parse::<syn::Path>(input) {
+        Ok(path) => names::sites_path(&path).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }
 
 /// A per-backend block inside a kernel. Only meaningful inside a function marked `#[islands]`,

@@ -2,6 +2,7 @@
 //! checks across arms live in `validate`.
 
 use crate::ast::*;
+use island_vocab::{Atom, Backend, Capability, Cmp, Elem, Expect, Mma};
 use proc_macro2::{Span, TokenStream};
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::spanned::Spanned;
@@ -159,7 +160,7 @@ fn parse_arm(input: ParseStream) -> syn::Result<Arm> {
     let pattern = parse_pattern(input)?;
     let (guard, guard_span) = if input.peek(Token![if]) {
         let tok: Token![if] = input.parse()?;
-        (parse_guard(input)?, Some(tok.span))
+        (guard(input)?, Some(tok.span))
     } else {
         (Vec::new(), None)
     };
@@ -217,25 +218,22 @@ fn parse_key(input: ParseStream) -> syn::Result<Ident> {
 }
 
 fn expected_backend() -> String {
-    let names: Vec<&str> = BACKENDS.iter().map(|(k, _)| *k).collect();
-    format!("expected a backend ({}) or `default`", names.join(", "))
+    format!("expected a backend ({}) or `default`", backend_list())
 }
 
 fn backend_key(ident: Ident) -> syn::Result<BackendKey> {
     let name = ident.to_string();
-    match BACKENDS.iter().find(|(k, _)| *k == name) {
-        Some((_, variant)) => Ok(BackendKey { ident, variant }),
-        None => {
-            let names: Vec<&str> = BACKENDS.iter().map(|(k, _)| *k).collect();
-            Err(syn::Error::new(
-                ident.span(),
-                format!("unknown backend `{name}`; expected one of {} or `default`", names.join(", ")),
-            ))
-        }
+    match Backend::from_keyword(&name) {
+        Some(backend) => Ok(BackendKey { ident, backend }),
+        None => Err(syn::Error::new(
+            ident.span(),
+            format!("unknown backend `{name}`; expected one of {} or `default`", backend_list()),
+        )),
     }
 }
 
-fn parse_guard(input: ParseStream) -> syn::Result<Vec<Atom>> {
+/// A guard: atoms joined by `&&` (after the `if`).
+pub fn guard(input: ParseStream) -> syn::Result<Vec<Atom>> {
     let mut atoms = vec![parse_atom(input)?];
     while input.peek(Token![&&]) {
         input.parse::<Token![&&]>()?;
@@ -247,38 +245,45 @@ fn parse_guard(input: ParseStream) -> syn::Result<Vec<Atom>> {
     Ok(atoms)
 }
 
+/// The capabilities a guard may name, as error messages list them.
+fn capability_list() -> String {
+    island_vocab::CAPABILITIES.map(|c| c.syntax()).join(", ")
+}
+
 fn parse_atom(input: ParseStream) -> syn::Result<Atom> {
     let name: Ident = input.parse()?;
     let span = name.span();
-    let kind = match name.to_string().as_str() {
-        "sm" | "plane" => {
+    let Some(capability) = Capability::from_keyword(&name.to_string()) else {
+        return Err(syn::Error::new(span, format!("unknown capability `{name}`; expected one of {}", capability_list())));
+    };
+    Ok(match capability {
+        Capability::Sm | Capability::Plane => {
             let op = parse_cmp(input).map_err(|_| {
-                syn::Error::new(span, format!("`{name}` needs a comparison, e.g. `{name} >= 32`"))
+                syn::Error::new(span, format!("`{name}` needs a comparison, e.g. `{}`", capability.syntax()))
             })?;
             let lit: LitInt = input.parse()?;
             let value = lit.base10_parse()?;
-            if name == "sm" { AtomKind::Sm(op, value) } else { AtomKind::Plane(op, value) }
+            if capability == Capability::Sm { Atom::Sm(op, value) } else { Atom::Plane(op, value) }
         }
-        "dp4a" => {
-            if input.peek(Token![==]) || input.peek(Token![>=]) || input.peek(Token![<]) {
+        Capability::Dp4a => {
+            if parse_cmp(&input.fork()).is_ok() {
                 return Err(syn::Error::new(span, "`dp4a` is a flag and takes no comparison"));
             }
-            AtomKind::Dp4a
+            Atom::Dp4a
         }
-        "cmma" => {
+        Capability::Cmma => {
             let content;
             parenthesized!(content in input);
-            let elem = |c: ParseStream| -> syn::Result<String> {
+            let elem = |c: ParseStream| -> syn::Result<Elem> {
                 let e: Ident = c.parse()?;
-                const ELEMS: &[&str] = &["i8", "u8", "i32", "f16", "bf16", "f32"];
-                if !ELEMS.contains(&e.to_string().as_str()) {
+                let Some(elem) = Elem::from_keyword(&e.to_string()) else {
                     return Err(syn::Error::new(
                         e.span(),
-                        format!("unknown element type `{e}`; expected one of {}", ELEMS.join(", ")),
+                        format!("unknown element type `{e}`; expected one of {}", Elem::ALL.map(Elem::keyword).join(", ")),
                     ));
-                }
+                };
                 c.parse::<Token![,]>()?;
-                Ok(e.to_string())
+                Ok(elem)
             };
             let a = elem(&content)?;
             let b = elem(&content)?;
@@ -290,40 +295,23 @@ fn parse_atom(input: ParseStream) -> syn::Result<Atom> {
             let [m, n, k] = dims[..] else {
                 return Err(syn::Error::new(span, "`cmma(a, b, acc, m, n, k)` needs three dimensions"));
             };
-            AtomKind::Cmma { a, b, acc, m, n, k }
+            Atom::Cmma(Mma::new(a, b, acc, m, n, k))
         }
-        other => {
-            return Err(syn::Error::new(
-                span,
-                format!("unknown capability `{other}`; expected one of sm, plane, dp4a, cmma(…)"),
-            ));
-        }
-    };
-    Ok(Atom { kind })
+    })
 }
 
-fn parse_cmp(input: ParseStream) -> syn::Result<&'static str> {
-    Ok(if input.peek(Token![==]) {
-        input.parse::<Token![==]>()?;
-        "=="
-    } else if input.peek(Token![!=]) {
-        input.parse::<Token![!=]>()?;
-        "!="
-    } else if input.peek(Token![>=]) {
-        input.parse::<Token![>=]>()?;
-        ">="
-    } else if input.peek(Token![<=]) {
-        input.parse::<Token![<=]>()?;
-        "<="
-    } else if input.peek(Token![>]) {
-        input.parse::<Token![>]>()?;
-        ">"
-    } else if input.peek(Token![<]) {
-        input.parse::<Token![<]>()?;
-        "<"
-    } else {
-        return Err(input.error("expected a comparison"));
-    })
+/// A comparison operator, longest token first (`>=` before `>`).
+fn parse_cmp(input: ParseStream) -> syn::Result<Cmp> {
+    macro_rules! try_op {
+        ($($tok:tt)*) => {$(
+            if input.peek(Token![$tok]) {
+                input.parse::<Token![$tok]>()?;
+                return Ok(Cmp::from_symbol(stringify!($tok)).expect("a comparison of the vocabulary"));
+            }
+        )*};
+    }
+    try_op!(== != >= <= > <);
+    Err(input.error(format!("expected a comparison ({})", Cmp::ALL.map(Cmp::symbol).join(", "))))
 }
 
 impl Parse for TagOption {
@@ -334,14 +322,16 @@ impl Parse for TagOption {
                 input.parse::<Token![=]>()?;
                 Ok(TagOption::Tag(input.parse()?))
             }
-            "expect_mismatch" => Ok(TagOption::ExpectMismatch),
-            "expect_native_mismatch" => Ok(TagOption::ExpectNativeMismatch),
-            other => Err(syn::Error::new(
-                key.span(),
-                format!(
-                    "unknown #[islands] option `{other}`; expected `tag = name`, `expect_mismatch` or `expect_native_mismatch`"
-                ),
-            )),
+            word => match Expect::ALL.into_iter().find(|e| e.option() == Some(word)) {
+                Some(expect) => Ok(TagOption::Expect(expect)),
+                None => Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown #[islands] option `{word}`; expected `tag = name`, {}",
+                        Expect::ALL.iter().filter_map(|e| e.option()).map(|o| format!("`{o}`")).collect::<Vec<_>>().join(" or ")
+                    ),
+                )),
+            },
         }
     }
 }
@@ -350,9 +340,8 @@ impl Parse for TagOption {
 pub enum TagOption {
     /// `tag = name`: the function's tag parameter.
     Tag(Ident),
-    /// `expect_mismatch`: a negative fixture; every arm's proof must fail.
-    ExpectMismatch,
-    /// `expect_native_mismatch`: a negative fixture of a native lowering; every arm's CPU proof
-    /// must hold and its device conformance must fail.
-    ExpectNativeMismatch,
+    /// `expect_mismatch` (a negative fixture: every arm's proof must fail) or
+    /// `expect_native_mismatch` (a wrong native lowering: every arm's CPU proof must hold and
+    /// its device conformance must fail).
+    Expect(Expect),
 }

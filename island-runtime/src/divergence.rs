@@ -3,7 +3,7 @@
 //! (never proven) instead of failing; any other difference still fails. Each record names the
 //! device as its driver reports it, the run that measured it, and what differs.
 
-use crate::{Backend, Profile};
+use island_vocab::{Backend, Profile};
 
 /// One measured divergence.
 #[derive(Debug)]

@@ -6,7 +6,7 @@
 //! must reach each call (the barriers are cube-wide), as with the native plane operations,
 //! which need converged lanes.
 
-use crate::Target;
+use crate::target::Target;
 use cubecl::prelude::*;
 
 /// The exchange buffer of an emulated plane operation holds one value per unit of the cube.

@@ -6,7 +6,7 @@
 //! compilation fingerprint (`ptx_sm90`, …), the plane width, the compute capability and the
 //! driver, so a ledger record holds for that device only.
 
-use crate::{Executor, Profile};
+use island_vocab::Executor;
 use cubecl::prelude::Client;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -34,7 +34,7 @@ impl Fingerprint {
     /// runtimes this version does not recognise (they only take `default`).
     pub fn of_client(client: &Client) -> Option<Fingerprint> {
         let Executor::Device(_) = Executor::from_client_name(client.name()) else { return None };
-        let profile = Profile::of_client(client)?;
+        let profile = crate::device::profile(client)?;
         let props = client.properties();
         Some(Fingerprint {
             runtime: client.name().to_string(),

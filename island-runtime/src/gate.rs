@@ -17,9 +17,13 @@
 use crate::fingerprint::Fingerprint;
 use crate::ledger::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record, SpeedEvidence, code_hash};
 use crate::lowering::{self, Codegen, Which};
-use crate::proof::{self, ProofOptions, ProofRun, ProofSpec, Verdict};
-use crate::registry::{ArmEntry, Expect};
-use crate::{Backend, Executor, Profile, Target};
+use crate::lifted::{self, ProofSpec};
+use crate::proof::{self, ProofOptions, ProofRun, Verdict};
+use crate::readback::panic_text;
+use crate::registry::ArmEntry;
+use island_vocab::Expect;
+use crate::target::Target;
+use island_vocab::{Backend, Executor, Profile};
 use cubecl::prelude::Client;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -74,8 +78,7 @@ pub fn hash_profile(device: &Fingerprint) -> Option<Profile> {
 }
 
 fn backend_of(runtime: &str) -> Option<Backend> {
-    const NAMES: [&str; 7] = ["cpu", "cuda", "hip", "metal", "wgpu<msl>", "wgpu<spirv>", "wgpu<wgsl>"];
-    let name = NAMES.into_iter().find(|n| *n == runtime)?;
+    let name = Executor::CLIENT_NAMES.into_iter().find(|n| *n == runtime)?;
     Executor::from_client_name(name).backend()
 }
 
@@ -85,57 +88,12 @@ pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client
     let profile = hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
     Ok(CodeHashes {
         codegen: Codegen::of(profile.backend).name().to_string(),
-        arm: code_hash(&canonical(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
-        default: code_hash(&canonical(&lowering::source(entry, lifted, &profile, Which::Default, host)?)),
+        arm: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
+        default: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Default, host)?)),
     })
 }
 
-/// `code` as hashed: kernel names removed ([`without_kernel_names`]) and CubeCL's variables
-/// (`v41`, `info_v42`) renumbered in order of first appearance, so the hash does not depend on
-/// how many ids the process allocated before.
-pub fn canonical(code: &str) -> String {
-    let code = without_kernel_names(code);
-    let bytes = code.as_bytes();
-    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut out = String::with_capacity(code.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let starts = bytes[i] == b'v'
-            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric()) || bytes[i - 1] == b'_')
-            && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
-        if starts {
-            let end = i + 1 + bytes[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
-            if !bytes.get(end).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-                let next = seen.len();
-                let n = *seen.entry(&code[i..end]).or_insert(next);
-                out.push_str(&format!("v{n}"));
-                i = end;
-                continue;
-            }
-        }
-        let ch = code[i..].chars().next().expect("in bounds");
-        out.push(ch);
-        i += ch.len_utf8();
-    }
-    out
-}
 
-/// `code` with CubeCL's kernel names (`kernel_416b0a91`: a hash of the kernel's id, which differs
-/// between a debug and a release build of the same source) replaced by `kernel`, so a record's
-/// hash depends on the code alone.
-pub fn without_kernel_names(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    while let Some(at) = rest.find("kernel_") {
-        out.push_str(&rest[..at + "kernel".len()]);
-        let after = &rest[at + "kernel_".len()..];
-        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
-        let word_goes_on = after.as_bytes().get(hex).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
-        rest = if hex >= 6 && !word_goes_on { &after[hex..] } else { &rest[at + "kernel".len()..] };
-    }
-    out.push_str(rest);
-    out
-}
 
 /// Gates `entry` on the device behind `device` (with `cpu` for the oracle). `None` when the device
 /// does not select the arm, or the arm is a negative fixture.
@@ -144,7 +102,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
         return None;
     }
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
-    let profile = Profile::of_client(device)?;
+    let profile = crate::device::profile(device)?;
     if !entry.spec().admits(&profile) {
         return None;
     }
@@ -156,7 +114,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
         CodeHashes { codegen: Codegen::of(profile.backend).name().into(), arm: "-".into(), default: "-".into() }
     });
     let proof_run = proof::prove_profile(entry, profile, cpu, &options.proof)?;
-    let conformance_run = proof::conform(entry, device, cpu, &options.proof)?;
+    let conformance_run = crate::conformance::conform(entry, device, cpu, &options.proof)?;
 
     let native_target = Target::forced(profile, device).only(entry.site.id);
     let instructions = match (
@@ -248,7 +206,7 @@ fn bit_exact(proof_run: &ProofRun, conformance: &ProofRun) -> Result<(), Decisio
 /// The speed half: the lifted island with the arm (native) and with `default`, side by side.
 fn time(
     entry: &'static ArmEntry,
-    lifted: &'static proof::Lifted,
+    lifted: &'static lifted::Lifted,
     profile: Profile,
     device: &Client,
     options: &GateOptions,
@@ -267,8 +225,8 @@ fn time(
         .params
         .iter()
         .map(|p| match p.shape {
-            proof::Shape::Lane => lifted.cube_dim as usize * p.value_size(),
-            proof::Shape::Cube(n) => n as usize * p.value_size(),
+            lifted::Shape::Lane => lifted.cube_dim as usize * p.value_size(),
+            lifted::Shape::Cube(n) => n as usize * p.value_size(),
         })
         .chain(lifted.output_value_size().map(|s| s * lifted.cube_dim as usize))
         .collect();
@@ -283,7 +241,7 @@ fn time(
         let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm, 0);
         let default_args = proof::launch_args(device, lifted, cubes, &inputs, default, 0);
         let once = catch_unwind(AssertUnwindSafe(|| crate::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))))
-            .map_err(|p| format!("a launch panicked: {}", proof::panic_text(&p)))??;
+            .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))??;
         if once >= MIN_KERNEL || cubes >= max_cubes {
             break (arm_args, default_args);
         }
@@ -297,7 +255,7 @@ fn time(
             &mut [("arm", &mut || (lifted.launch)(&arm_args)), ("default", &mut || (lifted.launch)(&default_args))],
         )
     }))
-    .map_err(|p| format!("a launch panicked: {}", proof::panic_text(&p)))??;
+    .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))??;
     let (arm_us, default_us) = (measured[0].as_secs_f64() * 1e6, measured[1].as_secs_f64() * 1e6);
     Ok(SpeedEvidence {
         arm_us,
@@ -332,24 +290,6 @@ fn civil(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn kernel_names_do_not_reach_the_hash() {
-        let debug = "__global__ void kernel_416b0a91(int* v) { kernel_info_st x; }";
-        let release = "__global__ void kernel_fbb11b46(int* v) { kernel_info_st x; }";
-        assert_eq!(super::without_kernel_names(debug), super::without_kernel_names(release));
-        assert_eq!(super::without_kernel_names(debug), "__global__ void kernel(int* v) { kernel_info_st x; }");
-        assert_ne!(super::without_kernel_names("a + b"), super::without_kernel_names("a - b"));
-    }
-
-    #[test]
-    fn variables_are_renumbered_by_first_use() {
-        let a = "int const v41 = x; info_v42 = v41 + v7; uint4 w; v41v;";
-        let b = "int const v3 = x; info_v9 = v3 + v1; uint4 w; v41v;";
-        assert_eq!(super::canonical(a), super::canonical(b));
-        assert_eq!(super::canonical(a), "int const v0 = x; info_v1 = v0 + v2; uint4 w; v41v;");
-        assert_ne!(super::canonical("v1 + v2"), super::canonical("v1 + v1"));
-    }
-
     #[test]
     fn civil_dates() {
         assert_eq!(super::civil(0), (1970, 1, 1));

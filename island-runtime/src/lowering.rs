@@ -2,9 +2,10 @@
 //! and compiled by that backend's code generator (CUDA C++, HIP C++, Metal, SPIR-V, WGSL),
 //! to see which instructions an arm really emits.
 
-use crate::proof::{LaunchArgs, Lifted};
+use crate::lifted::{LaunchArgs, Lifted};
 use crate::registry::ArmEntry;
-use crate::{Backend, Exec, Executor, Profile, Target};
+use crate::target::{Exec, Target};
+use island_vocab::{Backend, Executor, Guard, Profile};
 use cubecl::prelude::*;
 use cubecl_runtime::compiler::Compiler;
 use cubecl_runtime::kernel::KernelDefinition;
@@ -128,28 +129,15 @@ pub fn properties(profile: &Profile) -> DeviceProperties {
     props.features.plane.insert(cubecl::features::Plane::Sync);
     for m in profile.mma {
         props.features.matmul.cmma.insert(cubecl::features::MmaConfig {
-            a_type: elem_type(m.a),
-            b_type: elem_type(m.b),
-            cd_type: elem_type(m.acc),
+            a_type: crate::device::elem_type(m.a),
+            b_type: crate::device::elem_type(m.b),
+            cd_type: crate::device::elem_type(m.acc),
             m: m.m,
             n: m.n,
             k: m.k,
         });
     }
     props
-}
-
-fn elem_type(e: crate::Elem) -> cubecl::ir::ElemType {
-    use crate::Elem;
-    use cubecl::ir::{ElemType, FloatKind, IntKind, UIntKind};
-    match e {
-        Elem::I8 => ElemType::Int(IntKind::I8),
-        Elem::U8 => ElemType::UInt(UIntKind::U8),
-        Elem::I32 => ElemType::Int(IntKind::I32),
-        Elem::F16 => ElemType::Float(FloatKind::F16),
-        Elem::BF16 => ElemType::Float(FloatKind::BF16),
-        Elem::F32 => ElemType::Float(FloatKind::F32),
-    }
 }
 
 /// Which arm to lower.
@@ -175,7 +163,7 @@ pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, whic
 /// The source CubeCL generates for `lifted` with `target` on the device behind `device`, with
 /// that device's own properties (what its runtime compiles, before the driver's compiler).
 pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -> Result<String, String> {
-    let profile = Profile::of_client(device).ok_or("not a device islands has arms for")?;
+    let profile = crate::device::profile(device).ok_or("not a device islands has arms for")?;
     compile(lifted, target, device.properties_shared(), &profile, Codegen::of(profile.backend), device)
 }
 
@@ -190,7 +178,7 @@ pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -
     if client.name() != "wgpu<spirv>" || !crashes_on_shared_memory(&client.properties().identity.name) {
         return None;
     }
-    let profile = Profile::of_client(client)?;
+    let profile = crate::device::profile(client)?;
     match compile(lifted, target, client.properties_shared(), &profile, Codegen::Spirv, client) {
         Ok(spirv) if spirv.contains("OpTypePointer Workgroup") => Some(SHARED_MEMORY_ON_SPIRV.to_string()),
         Ok(_) => None,
@@ -211,9 +199,9 @@ pub const SHARED_MEMORY_ON_SPIRV: &str = "not launched: the kernel uses shared m
 /// Whether targets `a` and `b` expand `lifted` to the same program on `client`'s runtime (its
 /// properties, compared as CUDA C++ text): then running both compares a program with itself.
 pub fn same_program(lifted: &'static Lifted, a: Target, b: Target, client: &Client) -> Result<bool, String> {
-    let profile = a.arms().or(b.arms()).copied().unwrap_or(Profile::references(crate::Backend::Cuda)[0]);
+    let profile = a.arms().or(b.arms()).copied().unwrap_or(Profile::references(Backend::Cuda)[0]);
     // Kernel names hash the tag, which always differs between the two: compare the code alone.
-    let text = |t: Target| compile(lifted, t, client.properties_shared(), &profile, Codegen::CudaCpp, client).map(|c| crate::gate::canonical(&c));
+    let text = |t: Target| compile(lifted, t, client.properties_shared(), &profile, Codegen::CudaCpp, client).map(|c| crate::canonical::canonical(&c));
     Ok(text(a)? == text(b)?)
 }
 
@@ -232,8 +220,8 @@ fn compile(
         .iter()
         .map(|p| {
             let n = match p.shape {
-                crate::proof::Shape::Lane => lanes,
-                crate::proof::Shape::Cube(n) => n as usize,
+                crate::lifted::Shape::Lane => lanes,
+                crate::lifted::Shape::Cube(n) => n as usize,
             };
             (host.empty(n * p.value_size()), n)
         })
@@ -247,7 +235,7 @@ fn compile(
 }
 
 /// A reference profile of `backend` that `entry`'s guard (and `requires`) admits.
-fn profile_for(entry: &ArmEntry, backend: crate::Backend, requires: crate::Guard) -> Option<Profile> {
+fn profile_for(entry: &ArmEntry, backend: Backend, requires: Guard) -> Option<Profile> {
     Profile::references(backend)
         .into_iter()
         .find(|p| entry.spec().guard.holds(p) && requires.holds(p))
@@ -255,42 +243,50 @@ fn profile_for(entry: &ArmEntry, backend: crate::Backend, requires: crate::Guard
 
 /// The arm's and `default`'s sources for `profile`.
 fn both_sources(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Result<(String, String), String> {
-    let crate::proof::ProofSpec::Lifted(lifted) = &entry.proof else {
+    let crate::lifted::ProofSpec::Lifted(lifted) = &entry.proof else {
         return Err(format!("{} has no proof signature, so it cannot be compiled on its own", entry.name()));
     };
     Ok((source(entry, lifted, profile, Which::Arm, host)?, source(entry, lifted, profile, Which::Default, host)?))
 }
 
-/// One row of the intrinsic table: the intrinsic's check arm, compiled for the row's backend,
-/// contains the row's instruction and `default` does not.
+/// One row of the intrinsic table: one of the intrinsic's check arms, compiled for the row's
+/// backend, contains the row's instruction and that check's `default` does not. (An intrinsic
+/// with several checks, one per element type say, may emit a different instruction in each.)
 pub fn check_row(i: &'static crate::intrinsic::Intrinsic, row: &'static crate::intrinsic::Lowering, host: &Client) -> Result<(), String> {
-    let entry = i
-        .check_arms()
-        .into_iter()
-        .find(|e| e.spec().backends.contains(&row.backend))
-        .ok_or_else(|| format!("{}: its check `{}` has no arm for {}", i.name, (i.check)(), row.backend))?;
-    let profile = profile_for(entry, row.backend, row.requires)
-        .ok_or_else(|| format!("{}: no reference {} device meets the check's guard", i.name, row.backend))?;
-    let (arm, default) = both_sources(entry, &profile, host)?;
+    let entries: Vec<&'static ArmEntry> =
+        i.check_arms().into_iter().filter(|e| e.spec().backends.contains(&row.backend)).collect();
+    if entries.is_empty() {
+        return Err(format!("{}: its check `{}` has no arm for {}", i.name, i.check_path, row.backend));
+    }
     let codegen = Codegen::of(row.backend).name();
-    if !arm.contains(row.instruction) {
-        return Err(format!(
-            "{} did not generate `{}` for {profile} ({codegen}); the arm compiled to:\n{}",
-            i.name,
-            row.instruction,
-            excerpt(&arm)
-        ));
+    let mut failures = Vec::new();
+    for entry in entries {
+        let Some(profile) = profile_for(entry, row.backend, row.requires) else {
+            failures.push(format!("{}: no reference {} device meets the guard of `{}`", i.name, row.backend, entry.name()));
+            continue;
+        };
+        let (arm, default) = both_sources(entry, &profile, host)?;
+        if !arm.contains(row.instruction) {
+            failures.push(format!(
+                "{} did not generate `{}` for {profile} ({codegen}) in `{}`; the arm compiled to:\n{}",
+                i.name,
+                row.instruction,
+                entry.name(),
+                excerpt(&arm)
+            ));
+        } else if default.contains(row.instruction) {
+            failures.push(format!("`{}` appears in the {codegen} of `{}`'s `default` too: the arm leaves a trace", row.instruction, entry.name()));
+        } else {
+            return Ok(());
+        }
     }
-    if default.contains(row.instruction) {
-        return Err(format!("`{}` appears in `default`'s {codegen} too: the arm leaves a trace", row.instruction));
-    }
-    Ok(())
+    Err(failures.join("\n"))
 }
 
 /// A registered arm, compiled for one of its backends, emits at least one instruction of the
 /// table for that backend, and none of those appears in `default`.
-pub fn check_arm(entry: &'static ArmEntry, backend: crate::Backend, host: &Client) -> Result<(), String> {
-    let Some(profile) = profile_for(entry, backend, crate::Guard::NONE) else {
+pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> Result<(), String> {
+    let Some(profile) = profile_for(entry, backend, Guard::NONE) else {
         return Err(format!("no reference {backend} device meets the guard `{}`", entry.spec().guard));
     };
     let (arm, default) = both_sources(entry, &profile, host)?;

@@ -1,9 +1,6 @@
-//! Generated proofs: run an island with its tag forced to an arm and to `default`, on the same
-//! seeded inputs, and compare the output bytes.
-//!
-//! `#[islands]` lifts every island that declares a proof signature (`proof(a: i32, …) -> i32;`)
-//! into a standalone kernel whose lanes load the declared inputs, evaluate the island and store
-//! its value. The registry keeps a [`Lifted`] description of that kernel; [`prove`] runs it.
+//! Generated proofs: run an island's lifted kernel ([`crate::lifted`]) with its tag forced to an
+//! arm and to `default`, on the same seeded inputs, and compare the output bytes
+//! ([`crate::report`] renders a mismatch).
 //!
 //! Inputs: per-lane scalars (`a: i32`) or per-cube slices (`a: &[i8; 256]`, `acc: &mut [i32; 256]`,
 //! the latter also compared as an output). Each cube holds one [`Group`] of values: the edge
@@ -11,136 +8,19 @@
 //! then `8 · depth` realistic and `2 · depth` wide random groups. The seed is printed with every
 //! failure and replays it (`ISLANDS_SEED`).
 
-use crate::contract::Contract;
-use crate::registry::{ArmEntry, Expect};
+use crate::lifted::{LaunchArgs, Lifted, ProofSpec, Shape};
+use crate::readback::{panic_text, read};
+use crate::registry::ArmEntry;
+use crate::report::{Compared, Outputs};
 use crate::target::Selection;
-use crate::value::{Group, Rng, ValueKind, seed_for};
-use crate::{Executor, Profile, Target};
+use crate::value::{Group, Rng, seed_for};
+use crate::target::Target;
+use island_vocab::{Expect, Profile};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How an arm is proven.
-#[derive(Debug)]
-pub enum ProofSpec {
-    /// Through the island's lifted proof kernel.
-    Lifted(&'static Lifted),
-    /// Not provable as written, and why (an island without a proof signature).
-    Unprovable(&'static str),
-}
-
-/// The shape of one proof input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Shape {
-    /// One value per lane (`x: f32`).
-    Lane,
-    /// A slice of this many values per cube (`tile: &[i8; 256]`).
-    Cube(u32),
-}
-
-/// One parameter of a lifted island.
-#[derive(Debug)]
-pub struct Param {
-    pub name: &'static str,
-    /// The scalar type; a vector parameter holds `width` of them per value.
-    pub kind: ValueKind,
-    pub width: usize,
-    pub shape: Shape,
-    /// `&mut [T; N]`: written by the island, compared after the run.
-    pub mutable: bool,
-}
-
-impl Param {
-    /// Bytes per value: the scalar's size times the scalars per value.
-    pub fn value_size(&self) -> usize {
-        self.kind.size() * self.width
-    }
-}
-
-/// A lifted island: its parameters, its value, its launch shape and its launcher.
-#[derive(Debug)]
-pub struct Lifted {
-    pub params: &'static [Param],
-    /// The per-lane value of the island, if it has one.
-    pub output: Option<ValueKind>,
-    /// Scalars per output value (1 unless the island returns a vector).
-    pub output_width: usize,
-    /// Units per cube. Plane emulation needs whole planes: a multiple of the widest plane.
-    pub cube_dim: u32,
-    /// Lanes per run the island asks for at least (0: as many as its groups need).
-    pub lanes: u32,
-    /// How the arm's result must relate to `default`'s.
-    pub contract: Contract,
-    /// For a tolerance contract: the profiles on which the arm is held to bit equality instead,
-    /// because its intrinsics emulate a measured model of that hardware's arithmetic; the
-    /// function names the model ([`Lifted::contract_for`]).
-    pub exact_where: Option<fn(&Profile) -> Option<&'static str>>,
-    /// Launches the lifted kernel.
-    pub launch: fn(&LaunchArgs<'_>),
-    /// Expands the lifted kernel for a device described by its properties, without one.
-    pub define: fn(&LaunchArgs<'_>, Arc<DeviceProperties>, Arc<TargetProperties>) -> Definition,
-}
-
-impl Lifted {
-    /// The contract under `profile`: bit equality where [`Lifted::exact_where`] names a measured
-    /// model of the profile's arithmetic, the declared contract elsewhere.
-    pub fn contract_for(&self, profile: &Profile) -> Contract {
-        match self.exact_where.and_then(|modelled| modelled(profile)) {
-            Some(model) => Contract::Modelled { model },
-            None => self.contract,
-        }
-    }
-
-    /// Bytes per output value, if the island has one.
-    pub fn output_value_size(&self) -> Option<usize> {
-        self.output.map(|kind| kind.size() * self.output_width)
-    }
-}
-
-/// A kernel definition, or the panic its expansion raised.
-pub type Definition = Result<cubecl_runtime::kernel::KernelDefinition, String>;
-
-/// Expands a kernel (the generated `define` of a lifted island calls this).
-pub fn define<K: cubecl_runtime::kernel::CubeKernel>(kernel: &K) -> Definition {
-    cubecl_runtime::kernel::define_kernel(kernel).map_err(|e| e.to_string())
-}
-
-/// What a generated launcher gets.
-pub struct LaunchArgs<'a> {
-    pub client: &'a Client,
-    pub cubes: u32,
-    pub cube_dim: u32,
-    /// One buffer per parameter, then the output buffer (if any).
-    pub buffers: Vec<(Handle, usize)>,
-    pub target: Target,
-}
-
-impl LaunchArgs<'_> {
-    pub fn cube_count(&self) -> CubeCount {
-        CubeCount::Static(self.cubes, 1, 1)
-    }
-
-    pub fn cube_dim(&self) -> CubeDim {
-        CubeDim::new_1d(self.cube_dim)
-    }
-
-    /// Buffer `i` as a kernel argument.
-    pub fn buffer(&self, i: usize) -> BufferArg {
-        let (handle, len) = &self.buffers[i];
-        // SAFETY: the handle was allocated by `prove` with exactly `len` elements of the type
-        // the lifted kernel declares for this parameter.
-        unsafe { BufferArg::from_raw_parts(handle.clone(), *len) }
-    }
-
-    pub fn target(&self) -> Target {
-        self.target
-    }
-}
 
 /// Settings of a proof run.
 #[derive(Clone, Debug)]
@@ -370,53 +250,13 @@ pub struct Side<'a> {
 }
 
 impl Side<'_> {
-    fn describe(&self) -> String {
-        format!("`{}` runtime ({})", self.client.name(), self.target)
+    fn name(&self) -> crate::report::SideName {
+        crate::report::SideName { label: self.label, description: format!("`{}` runtime ({})", self.client.name(), self.target) }
     }
-}
-
-/// Conformance of one arm on a device: its native lowering on `device` against its emulation
-/// on `cpu`, both with the device's own profile. The run fails, rather than compares, unless the
-/// native side really is native: a GPU runtime, with a tag whose arm lowers natively there, and
-/// the emulation side on the CPU runtime. A fixture of a wrong native lowering
-/// ([`Expect::NativeMismatch`]) must mismatch here.
-pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
-    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
-    let profile = Profile::of_client(device)?;
-    if !entry.spec().admits(&profile) {
-        return None;
-    }
-    let native = Side { client: device, target: Target::forced(profile, device).only(entry.site.id), label: "native" };
-    let emulation = Side { client: cpu, target: Target::forced(profile, cpu).only(entry.site.id), label: "emulation" };
-    let expect = if entry.expect == Expect::Equal { Expect::Equal } else { Expect::Mismatch };
-    let what_ran = match (native.target.is_native(), Executor::from_client_name(device.name()), Executor::from_client_name(cpu.name())) {
-        (true, Executor::Device(_), Executor::Cpu) => None,
-        (native_tag, device_exec, cpu_exec) => Some(format!(
-            "the native side must run natively on a device and the emulation on the CPU runtime; \
-             here the native tag lowers natively: {native_tag}, the device side runs on {device_exec}, the emulation on {cpu_exec}"
-        )),
-    };
-    let mut run = match what_ran {
-        None => compare_sides(entry, lifted, profile, native, emulation, options),
-        Some(reason) => {
-            let mut run = compare_sides_header(entry, lifted, profile, &native, &emulation, options);
-            run.verdict = Verdict::Error { reason };
-            run
-        }
-    };
-    run.expect = expect;
-    if let (Verdict::Mismatch { report }, Expect::Equal) = (&run.verdict, expect)
-        && let Some(d) = crate::divergence::known(&profile, entry.site.id)
-    {
-        run.verdict = Verdict::Declined {
-            report: format!("declined on this device: {}\n  measured: {}\n{report}", d.cause, d.measured),
-        };
-    }
-    Some(run)
 }
 
 /// The row of a comparison before it runs: proven until shown otherwise.
-fn compare_sides_header(
+pub(crate) fn compare_sides_header(
     entry: &'static ArmEntry,
     lifted: &'static Lifted,
     profile: Profile,
@@ -461,7 +301,7 @@ fn cubes_for(lifted: &Lifted, depth: u32) -> u32 {
 }
 
 /// Runs the lifted island on both sides with the same inputs and compares the outputs.
-fn compare_sides(
+pub(crate) fn compare_sides(
     entry: &'static ArmEntry,
     lifted: &'static Lifted,
     profile: Profile,
@@ -527,7 +367,7 @@ fn compare_sides(
             None
         };
         let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref() };
-        Ok(compare(entry, lifted, &profile, (&a, &b), &inputs, &groups, outputs, (options.seed, seed), lanes))
+        Ok(crate::report::compare(entry, lifted, &profile, (&a.name(), &b.name()), &inputs, &groups, outputs, (options.seed, seed), lanes))
     })();
     run.verdict = match outcome {
         Ok(None) => Verdict::Proven,
@@ -595,10 +435,6 @@ fn count(shape: Shape, lanes: usize, cubes: u32) -> usize {
     }
 }
 
-/// The buffers a run compares: each mutable parameter, then the value (name, scalar type,
-/// scalars per value, bytes).
-struct Outputs(Vec<(String, ValueKind, usize, Vec<u8>)>);
-
 fn execute(
     client: &Client,
     lifted: &'static Lifted,
@@ -629,125 +465,3 @@ fn execute(
     Ok(Outputs(outputs))
 }
 
-/// Reads a buffer back; a kernel that failed to compile surfaces here.
-pub fn read(client: &Client, handle: Handle) -> Result<Vec<u8>, String> {
-    match catch_unwind(AssertUnwindSafe(|| client.read_one(handle))) {
-        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
-        Ok(Err(e)) => Err(first_lines(&e.to_string(), 12)),
-        Err(panic) => Err(format!("reading the result panicked: {}", panic_text(&panic))),
-    }
-}
-
-/// The message of a caught panic.
-pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    let text = panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "<non-string panic>".into());
-    first_lines(&text, 12)
-}
-
-fn first_lines(text: &str, n: usize) -> String {
-    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(n + 1).collect();
-    if lines.len() > n {
-        lines.truncate(n);
-        lines.push("…");
-    }
-    lines.join("\n")
-}
-
-/// The outputs of a comparison: side `a`'s, side `b`'s, and `b` on the inputs' magnitudes
-/// when the contract needs them.
-struct Compared<'a> {
-    got: &'a Outputs,
-    want: &'a Outputs,
-    magnitudes: Option<&'a Outputs>,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn compare(
-    entry: &ArmEntry,
-    lifted: &Lifted,
-    profile: &Profile,
-    (a, b): (&Side<'_>, &Side<'_>),
-    inputs: &[Vec<u8>],
-    groups: &[Vec<Group>],
-    outputs: Compared<'_>,
-    (base_seed, seed): (u64, u64),
-    lanes: usize,
-) -> Option<String> {
-    let contract = lifted.contract_for(profile);
-    for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.0.iter().zip(&outputs.want.0).enumerate() {
-        let n = got.len() / kind.size();
-        let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.0[o].3, i));
-        let differing: Vec<usize> = (0..n)
-            .filter(|&i| !contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
-            .collect();
-        let Some(&first_scalar) = differing.first() else { continue };
-        // A vector output is compared scalar by scalar; the report names the value and, for a
-        // vector, the component.
-        let first = first_scalar / width;
-        let component = if *width > 1 { format!(", component {}", first_scalar % width) } else { String::new() };
-        let mut r = String::new();
-        let _ = writeln!(
-            r,
-            "island `{}` arm `{}`: the {} differs from the {}",
-            entry.site.id,
-            entry.spec().label,
-            a.label,
-            b.label
-        );
-        let _ = writeln!(r, "  written at {}", entry.location());
-        let _ = writeln!(r, "  arm semantics: {profile}");
-        let _ = writeln!(r, "  executed on: {} = {}; {} = {}", a.label, a.describe(), b.label, b.describe());
-        let _ = writeln!(r, "  contract: {contract}");
-        let cube = cube_of(lifted, name, first);
-        let _ = writeln!(
-            r,
-            "  output `{name}` [{kind}{}]: first differing index {first} (cube {cube}, {}{component}), {} of {n} scalars differ",
-            if *width > 1 { format!(" × {width}") } else { String::new() },
-            position_of(lifted, name, first),
-            differing.len()
-        );
-        let _ = writeln!(r, "    {:<9} = {}", a.label, kind.show(kind.bits_at(got, first_scalar)));
-        let _ = writeln!(r, "    {:<9} = {}", b.label, kind.show(kind.bits_at(want, first_scalar)));
-        if let Some(m) = magnitude(first_scalar) {
-            let _ = writeln!(r, "    Σ|terms|  = {}", kind.show(m));
-        }
-        if let Some(g) = groups.get(cube) {
-            let held: Vec<String> = lifted.params.iter().zip(g).map(|(p, g)| format!("{}: {}", p.name, g.name())).collect();
-            let _ = writeln!(r, "    cube {cube} holds {}", held.join(", "));
-        }
-        if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {
-            let shown: Vec<String> = lifted
-                .params
-                .iter()
-                .zip(inputs)
-                .map(|(p, bytes)| format!("{} = {}", p.name, p.kind.show(p.kind.bits_at(bytes, first * p.width))))
-                .collect();
-            let _ = writeln!(r, "    inputs at that lane: {}", shown.join(", "));
-        }
-        let _ = write!(
-            r,
-            "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
-            entry.name()
-        );
-        return Some(r);
-    }
-    None
-}
-
-fn cube_of(lifted: &Lifted, name: &str, index: usize) -> usize {
-    match lifted.params.iter().find(|p| p.name == name).map(|p| p.shape) {
-        Some(Shape::Cube(n)) => index / n as usize,
-        _ => index / lifted.cube_dim as usize,
-    }
-}
-
-fn position_of(lifted: &Lifted, name: &str, index: usize) -> String {
-    match lifted.params.iter().find(|p| p.name == name).map(|p| p.shape) {
-        Some(Shape::Cube(n)) => format!("element {}", index % n as usize),
-        _ => format!("lane {}", index % lifted.cube_dim as usize),
-    }
-}

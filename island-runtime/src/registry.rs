@@ -3,24 +3,10 @@
 //! Every accelerated arm of every island in every linked crate submits one [`ArmEntry`]. The
 //! entries are plain data (strings, constants and function pointers), read once and sorted.
 
-use crate::proof::ProofSpec;
-use crate::target::{ArmSpec, Site};
-use serde::Serialize;
+use crate::lifted::ProofSpec;
+use island_vocab::{ArmSpec, Expect, Site};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
-
-/// What a proof of an arm is expected to conclude.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Expect {
-    /// The arm equals `default`: the normal case.
-    Equal,
-    /// A negative fixture: the arm is deliberately wrong and its proof must find a mismatch.
-    Mismatch,
-    /// A negative fixture of a native lowering: the emulation is right, so the CPU proof must
-    /// hold, and the native code is wrong, so device conformance must find a mismatch.
-    NativeMismatch,
-}
 
 /// One accelerated arm of one island.
 #[derive(Debug)]

@@ -3,41 +3,53 @@
 use cubecl::prelude::Client;
 #[allow(unused_imports)]
 use cubecl_runtime::runtime::Runtime;
+use island_vocab::Backend;
 use std::fmt;
 
-/// A runtime a proof, a check or a bench can run on.
+/// A runtime a proof, a check or a bench can run on: the CPU (the oracle) or a backend's,
+/// named as the backend is (`cpu`, `cuda`, `hip`, `vulkan`, `metal`, `webgpu`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RuntimeName {
     /// CubeCL's CPU runtime, the oracle.
     Cpu,
-    /// wgpu with CubeCL's SPIR-V compiler (Vulkan; lavapipe on a machine without a GPU).
-    Vulkan,
-    /// wgpu with CubeCL's WGSL compiler.
-    Wgsl,
-    /// CUDA, C++ code generation compiled by NVRTC.
-    Cuda,
-    /// HIP (AMD), C++ code generation compiled by HIPRTC.
-    Hip,
-    /// wgpu with CubeCL's MSL compiler (Apple).
-    Metal,
+    /// The runtime of a backend: CUDA and HIP through CubeCL's C++ path (NVRTC, HIPRTC);
+    /// Vulkan, Metal and WebGPU through wgpu with CubeCL's SPIR-V, MSL and WGSL compilers.
+    Device(Backend),
 }
 
 impl RuntimeName {
-    pub const ALL: [RuntimeName; 6] =
-        [RuntimeName::Cpu, RuntimeName::Vulkan, RuntimeName::Wgsl, RuntimeName::Cuda, RuntimeName::Hip, RuntimeName::Metal];
+    /// Every runtime: the CPU, then each backend's.
+    pub const ALL: [RuntimeName; 1 + Backend::ALL.len()] = {
+        let mut all = [RuntimeName::Cpu; 1 + Backend::ALL.len()];
+        let mut i = 0;
+        while i < Backend::ALL.len() {
+            all[i + 1] = RuntimeName::Device(Backend::ALL[i]);
+            i += 1;
+        }
+        all
+    };
 
     pub fn parse(name: &str) -> Option<RuntimeName> {
         RuntimeName::ALL.into_iter().find(|r| r.as_str() == name)
     }
 
+    /// The names `parse` accepts, for error messages (`cpu, cuda, hip, …`).
+    pub fn list() -> String {
+        RuntimeName::ALL.map(RuntimeName::as_str).join(", ")
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             RuntimeName::Cpu => "cpu",
-            RuntimeName::Vulkan => "vulkan",
-            RuntimeName::Wgsl => "wgsl",
-            RuntimeName::Cuda => "cuda",
-            RuntimeName::Hip => "hip",
-            RuntimeName::Metal => "metal",
+            RuntimeName::Device(b) => b.keyword(),
+        }
+    }
+
+    /// The backend, for a device runtime.
+    pub const fn backend(self) -> Option<Backend> {
+        match self {
+            RuntimeName::Cpu => None,
+            RuntimeName::Device(b) => Some(b),
         }
     }
 
@@ -45,11 +57,11 @@ impl RuntimeName {
     pub const fn built(self) -> bool {
         match self {
             RuntimeName::Cpu => cfg!(feature = "cpu"),
-            RuntimeName::Vulkan => cfg!(feature = "vulkan"),
-            RuntimeName::Wgsl => cfg!(feature = "wgpu"),
-            RuntimeName::Cuda => cfg!(feature = "cuda"),
-            RuntimeName::Hip => cfg!(feature = "hip"),
-            RuntimeName::Metal => cfg!(feature = "metal"),
+            RuntimeName::Device(Backend::Vulkan) => cfg!(feature = "vulkan"),
+            RuntimeName::Device(Backend::WebGpu) => cfg!(feature = "wgpu"),
+            RuntimeName::Device(Backend::Cuda) => cfg!(feature = "cuda"),
+            RuntimeName::Device(Backend::Hip) => cfg!(feature = "hip"),
+            RuntimeName::Device(Backend::Metal) => cfg!(feature = "metal"),
         }
     }
 
@@ -64,18 +76,18 @@ impl RuntimeName {
                 #[cfg(feature = "cpu")]
                 RuntimeName::Cpu => cubecl::cpu::CpuRuntime::client(&Default::default()),
                 #[cfg(feature = "vulkan")]
-                RuntimeName::Vulkan => {
+                RuntimeName::Device(Backend::Vulkan) => {
                     let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Vulkan);
                     <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&device)
                 }
                 #[cfg(feature = "wgpu")]
-                RuntimeName::Wgsl => <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&Default::default()),
+                RuntimeName::Device(Backend::WebGpu) => <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&Default::default()),
                 #[cfg(feature = "cuda")]
-                RuntimeName::Cuda => cubecl::cuda::CudaRuntime::client(&Default::default()),
+                RuntimeName::Device(Backend::Cuda) => cubecl::cuda::CudaRuntime::client(&Default::default()),
                 #[cfg(feature = "hip")]
-                RuntimeName::Hip => cubecl::hip::HipRuntime::client(&Default::default()),
+                RuntimeName::Device(Backend::Hip) => cubecl::hip::HipRuntime::client(&Default::default()),
                 #[cfg(feature = "metal")]
-                RuntimeName::Metal => {
+                RuntimeName::Device(Backend::Metal) => {
                     let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Metal);
                     <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&device)
                 }
@@ -84,7 +96,7 @@ impl RuntimeName {
             }
         };
         std::panic::catch_unwind(make).map_err(|p| {
-            format!("no `{self}` device could be opened: {}", crate::proof::panic_text(&p))
+            format!("no `{self}` device could be opened: {}", crate::readback::panic_text(&p))
         })
     }
 }
@@ -92,5 +104,29 @@ impl RuntimeName {
 impl fmt::Display for RuntimeName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use island_vocab::Executor;
+
+    /// The runtime names are the vocabulary's: `cpu` and the backend keywords, each naming
+    /// the executor its client reports.
+    #[test]
+    fn runtime_names_come_from_the_vocabulary() {
+        let names: Vec<&str> = RuntimeName::ALL.iter().map(|r| r.as_str()).collect();
+        let mut want = vec!["cpu"];
+        want.extend(Backend::ALL.map(Backend::keyword));
+        assert_eq!(names, want);
+        for r in RuntimeName::ALL {
+            assert_eq!(RuntimeName::parse(r.as_str()), Some(r));
+        }
+        // Each backend's runtime is the executor CubeCL's client names map to.
+        for (client, backend) in [("cuda", Backend::Cuda), ("hip", Backend::Hip), ("wgpu<spirv>", Backend::Vulkan), ("wgpu<msl>", Backend::Metal), ("wgpu<wgsl>", Backend::WebGpu)] {
+            assert_eq!(Executor::from_client_name(client).backend(), Some(backend));
+            assert!(RuntimeName::ALL.contains(&RuntimeName::Device(backend)));
+        }
     }
 }

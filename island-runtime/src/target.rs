@@ -8,40 +8,11 @@
 //!   natively when the executor is the device the arm was selected for, and to its emulation of
 //!   that device's semantics otherwise (the CPU runtime running a `cuda` arm, say).
 
-use crate::capability::Guard;
 use crate::ledger::DeviceLedger;
-use crate::{Backend, Executor, Profile};
+use island_vocab::{Backend, Executor, Profile, Site};
 use cubecl::prelude::Client;
 use serde::Serialize;
 use std::fmt;
-
-/// One island as the kernel sees it: a stable id and its accelerated arms, in source order.
-/// `default` is not listed: it is what [`Target::select`] answers when no arm is taken.
-#[derive(Debug)]
-pub struct Site {
-    /// `crate::module::kernel#n`: stable across builds (no line numbers in it).
-    pub id: &'static str,
-    /// The accelerated arms, in source order.
-    pub arms: &'static [ArmSpec],
-}
-
-/// An accelerated arm's key: the backends it is written for and its guard.
-#[derive(Debug)]
-pub struct ArmSpec {
-    /// The arm's pattern as written, e.g. `cuda | hip`.
-    pub label: &'static str,
-    /// The backends of the pattern.
-    pub backends: &'static [Backend],
-    /// The capability guard (`if …`), empty when none.
-    pub guard: Guard,
-}
-
-impl ArmSpec {
-    /// Whether this arm is taken for `profile`.
-    pub fn admits(&self, profile: &Profile) -> bool {
-        self.backends.contains(&profile.backend) && self.guard.holds(profile)
-    }
-}
 
 /// Which islands may take an accelerated arm.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
@@ -110,6 +81,15 @@ pub enum Selection {
     Default(DefaultReason),
 }
 
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Selection::Arm(i) => write!(f, "accelerated arm {i}"),
+            Selection::Default(reason) => write!(f, "`default`: {reason}"),
+        }
+    }
+}
+
 /// Why `default` was taken.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DefaultReason {
@@ -145,7 +125,7 @@ impl Target {
     /// a GPU this version recognises, `default` everywhere otherwise (logged).
     pub fn for_client(client: &Client) -> Target {
         let exec = Exec::of_client(client);
-        let arms = Profile::of_client(client);
+        let arms = crate::device::profile(client);
         if let Executor::Unknown(name) = exec.executor {
             log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
         }
@@ -212,7 +192,12 @@ impl Target {
         self.arms.as_ref().map_or(self.exec.plane, |p| p.plane)
     }
 
-    /// Which arm of `site` this tag takes, and why.
+    /// Which arm of `site` this tag takes, and why. The sites of a function come from
+    /// [`sites_of!`](crate::sites_of):
+    ///
+    /// ```ignore
+    /// let selection = target.explain(sites_of!(crate::rows::row_sum)[0]);
+    /// ```
     pub fn explain(&self, site: &Site) -> Selection {
         let Some(profile) = &self.arms else {
             return Selection::Default(DefaultReason::NoAcceleration);

@@ -242,7 +242,7 @@ impl ValueKind {
     }
 
     /// `bytes` (values of this kind) with every float's sign cleared: the magnitudes whose
-    /// accumulation bounds an [`crate::Contract::Accumulation`]. Integers are left as they are.
+    /// accumulation bounds an [`crate::contract::Contract::Accumulation`]. Integers are left as they are.
     pub fn magnitudes(self, bytes: &[u8]) -> Vec<u8> {
         let Some((e, m)) = self.float_format() else { return bytes.to_vec() };
         let size = self.size();

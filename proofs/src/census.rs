@@ -8,7 +8,7 @@
 
 use island_runtime::proof::profiles_for;
 use island_runtime::runtimes::RuntimeName;
-use island_runtime::{Expect, Profile, registry};
+use island_runtime::{Expect, registry};
 use libtest_mimic::{Failed, Trial};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -60,9 +60,9 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
         }
         census.crates.insert(krate.to_string(), c);
     }
-    if RuntimeName::Vulkan.built() {
-        let device = RuntimeName::Vulkan.client()?;
-        let profile = Profile::of_client(&device).ok_or("the Vulkan device has no profile")?;
+    if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
+        let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
+        let profile = island_runtime::device::profile(&device).ok_or("the Vulkan device has no profile")?;
         if profile.name.contains("llvmpipe") {
             let conformance_runs = registry::arms()
                 .iter()

@@ -3,10 +3,8 @@
 //! contract. That is what makes a CPU proof of an emulated arm a statement about the device.
 
 use crate::cpu;
-use island_runtime::proof;
 use island_runtime::registry;
 use island_runtime::runtimes::RuntimeName;
-use island_runtime::Profile;
 use libtest_mimic::{Failed, Trial};
 
 /// One trial per registered arm the device of `runtime` selects. When the device cannot be
@@ -19,7 +17,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
             return vec![Trial::test(format!("conformance::{runtime}::device"), move || Err(e.into())).with_kind("conformance")];
         }
     };
-    let Some(profile) = Profile::of_client(&device) else {
+    let Some(profile) = island_runtime::device::profile(&device) else {
         let name = device.name();
         return vec![Trial::test(format!("conformance::{runtime}::device"), move || {
             Err(format!("`{name}` is not a device islands has arms for").into())
@@ -47,7 +45,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
         trials.push(
             Trial::ignorable_test(format!("conformance::{runtime}::{}", entry.name()), move || {
                 let host = cpu()?;
-                match proof::conform(entry, &device, &host, &options) {
+                match island_runtime::conformance::conform(entry, &device, &host, &options) {
                     Some(run) => crate::verdict(entry, &[run]),
                     None => Err::<_, Failed>("the arm has no proof signature to run".into()),
                 }

@@ -12,7 +12,7 @@ use libtest_mimic::{Completion, Failed, Trial};
 
 /// The currency trial for the records of `crates` (when the build has the `vulkan` runtime).
 pub fn trials(crates: &'static [&'static str]) -> Vec<Trial> {
-    if !RuntimeName::Vulkan.built() {
+    if !RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
         return Vec::new();
     }
     vec![Trial::ignorable_test("ledger::committed_vulkan_records_are_current", move || committed_records_are_current(crates)).with_kind("ledger")]
@@ -23,7 +23,7 @@ pub fn trials(crates: &'static [&'static str]) -> Vec<Trial> {
 /// 2-core machine's timings are noise). Ignored, with the reason, when no record names this
 /// exact device (another machine's lavapipe names another LLVM or vector width).
 fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> {
-    let device = RuntimeName::Vulkan.client()?;
+    let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
     let cpu = cpu()?;
     let here = Fingerprint::of_client(&device).ok_or("the Vulkan device has no fingerprint")?;
     let ours = |island: &str| registry::arms().iter().any(|e| e.site.id == island && crates.contains(&e.krate));

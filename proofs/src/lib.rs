@@ -196,10 +196,10 @@ pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, String> {
             .map(|s| {
                 RuntimeName::parse(s.trim())
                     .filter(|r| *r != RuntimeName::Cpu)
-                    .ok_or_else(|| format!("ISLANDS_CONFORMANCE names `{}`, which is no device runtime (vulkan, wgsl, cuda, or none)", s.trim()))
+                    .ok_or_else(|| format!("ISLANDS_CONFORMANCE names `{}`, which is no device runtime ({} or none)", s.trim(), RuntimeName::list()))
             })
             .collect(),
-        Err(_) => Ok([RuntimeName::Vulkan, RuntimeName::Cuda].into_iter().filter(|r| r.built()).collect()),
+        Err(_) => Ok([RuntimeName::Device(island_runtime::Backend::Vulkan), RuntimeName::Device(island_runtime::Backend::Cuda)].into_iter().filter(|r| r.built()).collect()),
     }
 }
 

@@ -127,7 +127,7 @@ fn rms() -> Result<(), Failed> {
         for (what, target) in targets {
             // SAFETY: the handles hold rows × cols and cols values.
             unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) }?;
-            let got = island_runtime::proof::read(&client, yh.clone())?;
+            let got = island_runtime::readback::read(&client, yh.clone())?;
             same_bits(&format!("rmsnorm {rows}×{cols}, {what}"), f32::from_bytes(&got), &want)?;
         }
     }
@@ -153,7 +153,7 @@ fn gemm() -> Result<(), Failed> {
         let ch = client.create_from_slice(i32::as_bytes(&c));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_i8::launch(&client, (&ah, &bh, &ch), (m, k, n), target) };
-        let got = island_runtime::proof::read(&client, ch)?;
+        let got = island_runtime::readback::read(&client, ch)?;
         let got = i32::from_bytes(&got);
         if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
             return Err(format!("gemm, {what}: first difference at {i}: got {:#x}, want {:#x}", got[i], want[i]).into());
@@ -188,7 +188,7 @@ fn gemm_half() -> Result<(), Failed> {
         let ch = client.create_from_slice(f32::as_bytes(&c));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_f16::launch(&client, (&ah, &bh, &ch), (m, k, n), target) };
-        let got = island_runtime::proof::read(&client, ch)?;
+        let got = island_runtime::readback::read(&client, ch)?;
         same_bits(&format!("gemm_f16, {what}"), f32::from_bytes(&got), &want)?;
     }
     // The model is not a plain f32 sum: on these inputs it must differ from one somewhere.
@@ -245,8 +245,8 @@ fn zero_overhead() -> Result<(), Failed> {
         buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
         config,
     );
-    let island = Codegen::CudaCpp.compile(island_runtime::proof::define(&island)?, &profile)?;
-    let direct = Codegen::CudaCpp.compile(island_runtime::proof::define(&direct)?, &profile)?;
+    let island = Codegen::CudaCpp.compile(island_runtime::lifted::define(&island)?, &profile)?;
+    let direct = Codegen::CudaCpp.compile(island_runtime::lifted::define(&direct)?, &profile)?;
     same_source("matvec", &island, &direct, &["__dp4a(", "__shfl_xor_sync", "ld.global.nc.L1::no_allocate"])?;
     let words = blocks * 8;
     let (count, dim) = (CubeCount::Static(words as u32 / 32, 1, 1), CubeDim::new_1d(32));
@@ -258,8 +258,8 @@ fn zero_overhead() -> Result<(), Failed> {
         props, Arc::new(Default::default()), count, dim,
         buffer(words, 16), buffer(words, 4), buffer(blocks, 4), words,
     );
-    let island = Codegen::CudaCpp.compile(island_runtime::proof::define(&island)?, &profile)?;
-    let direct = Codegen::CudaCpp.compile(island_runtime::proof::define(&direct)?, &profile)?;
+    let island = Codegen::CudaCpp.compile(island_runtime::lifted::define(&island)?, &profile)?;
+    let direct = Codegen::CudaCpp.compile(island_runtime::lifted::define(&direct)?, &profile)?;
     same_source("quantizer", &island, &direct, &["__shfl_xor_sync"])
 }
 

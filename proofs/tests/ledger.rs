@@ -5,7 +5,8 @@
 use island_runtime::fingerprint::Fingerprint;
 use island_runtime::gate::{self, GateOptions};
 use island_runtime::ledger::{self, CodeHashes, ConformanceEvidence, Decision, DeviceLedger, Policy, ProofEvidence, Record};
-use island_runtime::proof::{self, ProofSpec};
+use island_runtime::lifted::ProofSpec;
+use island_runtime::proof;
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::{ArmEntry, Backend, Profile, Selection, Target, registry};
 use libtest_mimic::{Failed, Trial};
@@ -27,7 +28,7 @@ pub fn trials() -> Vec<Trial> {
             launches_default(Decision::Flipped, Policy::Strict, false)
         }),
     ];
-    if RuntimeName::Vulkan.built() {
+    if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
         trials.push(Trial::test("ledger::gate_declines_a_slow_arm", gate_declines_a_slow_arm));
     }
     trials.into_iter().map(|t| t.with_kind("ledger")).collect()
@@ -78,7 +79,7 @@ fn output(entry: &'static ArmEntry, target: Target) -> Result<Vec<u8>, Failed> {
     let args = proof::launch_args(&cpu, lifted, 4, &inputs, target, 0);
     (lifted.launch)(&args);
     let out = args.buffers.last().ok_or("no output buffer")?.0.clone();
-    Ok(proof::read(&cpu, out)?)
+    Ok(island_runtime::readback::read(&cpu, out)?)
 }
 
 /// With a record of `decision` for the fixture on a forced H200 fingerprint under `policy`,
@@ -125,7 +126,7 @@ fn launches_default(decision: Decision, policy: Policy, expect_default: bool) ->
 
 /// The gate, on lavapipe, declines the slow fixture arm (bit-exact, far slower than `default`).
 fn gate_declines_a_slow_arm() -> Result<(), Failed> {
-    let device = RuntimeName::Vulkan.client()?;
+    let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
     let cpu = proofs::cpu()?;
     let entry = registry::arms()
         .iter()

@@ -37,7 +37,7 @@ fn reversed_butterfly(value: f32, #[comptime] target: Target) -> f32 {
     #[unroll]
     for level in 0..5u32 {
         let offset = 16u32 >> level;
-        v += plane::shuffle_xor::<f32>(v, offset, target);
+        v += plane::shuffle_xor::call::<f32>(v, offset, target);
     }
     v
 }
@@ -62,7 +62,7 @@ fn gemm_tile_scalar(a: &[i8], b: &[i8], c: &mut [i32]) {
 pub fn transposed_tile(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] target: Target) {
     island! {
         proof(a: &[i8; 256], b: &[i8; 256], c: &mut [i32; 256]), cube_dim = 32;
-        cuda if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8(a, 16u32, b, 16u32, mma::Layout::ColMajor, c, 16u32, 1u32, target),
+        cuda if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8::call(a, 16u32, b, 16u32, mma::Layout::ColMajor, c, 16u32, 1u32, target),
         default => gemm_tile_scalar(a, b, c),
     }
 }
@@ -73,7 +73,7 @@ pub fn transposed_tile(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] target: Ta
 pub fn one_broken_lane(w: i32, x: i32, acc: i32, #[comptime] target: Target) -> i32 {
     island! {
         proof(w: i32, x: i32, acc: i32) -> i32;
-        cuda if dp4a => broken_lane(dp4a::dp4a(w, x, acc, target), target),
+        cuda if dp4a => broken_lane(dp4a::call(w, x, acc, target), target),
         default => portable::dot4_i8(w, x, acc),
     }
 }
@@ -93,7 +93,7 @@ fn broken_lane(v: i32, #[comptime] target: Target) -> i32 {
 pub fn off_by_one_vector(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
     island! {
         proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
-        cuda => island_intrinsics::stream::load_x4(src, (index + 1) % 64, target),
+        cuda => island_intrinsics::stream::load_x4::call(src, (index + 1) % 64, target),
         default => src[index],
     }
 }
@@ -104,7 +104,7 @@ pub fn off_by_one_vector(src: &[Vector<i32, Const<4>>], index: usize, #[comptime
 /// A plane sum that flushes a subnormal result to zero (what a GPU's FTZ mode does).
 #[cube]
 fn flushing_sum(v: f32, #[comptime] target: Target) -> f32 {
-    let s = plane::sum::<f32>(v, target);
+    let s = plane::sum::call::<f32>(v, target);
     if s.abs() < 1.17549435e-38f32 { 0.0f32 } else { s }
 }
 
@@ -121,7 +121,7 @@ pub fn flush_to_zero(v: f32, #[comptime] target: Target) -> f32 {
 /// A plane sum that "normalises" a zero result to +0.0: the sign of a zero sum is lost.
 #[cube]
 fn zero_normalising_sum(v: f32, #[comptime] target: Target) -> f32 {
-    let s = plane::sum::<f32>(v, target);
+    let s = plane::sum::call::<f32>(v, target);
     if s == 0.0f32 { 0.0f32 } else { s }
 }
 
@@ -179,7 +179,7 @@ fn left_fold_default(value: f32) -> f32 {
 pub fn default_in_another_order(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
-        cuda if plane == 32 => plane::sum::<f32>(v, target),
+        cuda if plane == 32 => plane::sum::call::<f32>(v, target),
         default => left_fold_default(v),
     }
 }
@@ -187,7 +187,7 @@ pub fn default_in_another_order(v: f32, #[comptime] target: Target) -> f32 {
 /// A plane maximum whose NaN becomes a number (an ordered comparison that drops it).
 #[cube]
 fn nan_dropping_max(v: f32, #[comptime] target: Target) -> f32 {
-    let m = plane::max::<f32>(v, target);
+    let m = plane::max::call::<f32>(v, target);
     if m == m { m } else { 0.0f32 }
 }
 
@@ -209,7 +209,7 @@ pub fn unwritten_lane(acc: &mut [i32], #[comptime] target: Target) {
         proof(acc: &mut [i32; 64]), cube_dim = 64;
         cuda => {
             // Every unit reaches the plane sum (it synchronises); one does not store it.
-            let s = plane::sum::<i32>(acc[UNIT_POS as usize], target);
+            let s = plane::sum::call::<i32>(acc[UNIT_POS as usize], target);
             if UNIT_POS != 37 {
                 acc[UNIT_POS as usize] = s;
             }
@@ -272,7 +272,7 @@ pub fn f16_accumulating_tile(a: &[half::f16], b: &[half::f16], c: &mut [f32], #[
         proof(a: &[half::f16; 256], b: &[half::f16; 256], c: &mut [f32; 256]), cube_dim = 32,
             contract = accumulation(32, "the f16 tile's contract, as in island_intrinsics::checks::mma_f16");
         cuda if cmma(f16, f16, f32, 16, 16, 16) => tile_f16_accumulating_in_f16(a, b, c),
-        default => mma::tile_f16(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
+        default => mma::tile_f16::call(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
     }
 }
 
@@ -288,7 +288,7 @@ fn reversed_native_sum(v: f32, #[comptime] target: Target) -> f32 {
         }
         s
     } else {
-        plane::sum::<f32>(v, target)
+        plane::sum::call::<f32>(v, target)
     }
 }
 

@@ -16,7 +16,7 @@ fn slow_dot(a: i32, b: i32, c: i32, #[comptime] target: Target) -> i32 {
         s ^= s >> 17u32;
         s ^= s << 5u32;
     }
-    let dot = dp4a::dp4a(a, b, c, target);
+    let dot = dp4a::call(a, b, c, target);
     select(s == 0u32, 0i32, dot)
 }
 

@@ -79,7 +79,7 @@ fn buffers(client: &Client, i: &Inputs) -> ((BufferArg, BufferArg, BufferArg), c
 fn portable_run(client: &Client, i: &Inputs) -> Result<Vec<u32>, Failed> {
     let ((a, b, c), out) = buffers(client, i);
     portable_tiles::launch(client, CubeCount::Static((i.c.len() / 256) as u32, 1, 1), CubeDim::new_1d(32), a, b, c);
-    Ok(u32::from_bytes(&island_runtime::proof::read(client, out)?).to_vec())
+    Ok(u32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
 }
 
 /// The tiles through the CubeCL emulation of `model`, as the CPU proofs of sm_90 arms run it.
@@ -87,7 +87,7 @@ fn emulated(client: &Client, model: FusedDot, i: &Inputs) -> Result<Vec<u32>, Fa
     let target = Target::forced(Profile::references(Backend::Cuda)[0], client);
     let ((a, b, c), out) = buffers(client, i);
     tiles::tiles_f16::launch(client, CubeCount::Static((i.c.len() / 256) as u32, 1, 1), CubeDim::new_1d(32), a, b, c, Some(model), target);
-    Ok(u32::from_bytes(&island_runtime::proof::read(client, out)?).to_vec())
+    Ok(u32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
 }
 
 /// The first output where `got` and `want` differ, described with its tile's class.

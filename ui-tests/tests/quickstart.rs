@@ -128,7 +128,7 @@ fn quickstart_crate_builds_and_proves() {
 
     // The runtimes this build enabled, so the crate's dependencies are compiled with the same
     // features as the workspace's and nothing is rebuilt.
-    let features: Vec<String> = [RuntimeName::Vulkan, RuntimeName::Cuda]
+    let features: Vec<String> = [RuntimeName::Device(island_runtime::Backend::Vulkan), RuntimeName::Device(island_runtime::Backend::Cuda)]
         .into_iter()
         .filter(|r| r.built())
         .map(|r| format!("islands/{r}"))

@@ -10,7 +10,7 @@ fn dot(a: &[i32], b: &[i32], out: &mut [i32]) {
     let (x, y) = (a[i], b[i]);
     out[i] = island! {
         proof(x: i32, y: i32) -> i32;
-        cuda | vulkan if dp4a => dp4a::dp4a(x, y, 0i32, target),
+        cuda | vulkan if dp4a => dp4a::call(x, y, 0i32, target),
         default => portable::dot4_i8(x, y, 0i32),
     };
 }

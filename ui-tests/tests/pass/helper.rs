@@ -8,7 +8,7 @@ use island_runtime::prelude::*;
 fn wide_sum(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 32;
-        cuda | vulkan if plane == 32 => plane::sum::<f32>(v, target),
+        cuda | vulkan if plane == 32 => plane::sum::call::<f32>(v, target),
         default => island_intrinsics::portable::tree_sum::<f32>(v, 32u32),
     }
 }

@@ -1,9 +1,7 @@
 use cubecl::prelude::*;
 use island_runtime::prelude::*;
 
-fn check() {}
-
-#[island_runtime::intrinsic(name = "swizzle", summary = "…", check = check, lowerings(cuda => "prmt.b32"))]
+#[island_runtime::intrinsic(name = "swizzle", summary = "…", check = kernel, lowerings(cuda => "prmt.b32"))]
 pub mod swizzle {
     use cubecl::prelude::*;
 

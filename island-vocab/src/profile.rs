@@ -1,9 +1,9 @@
 //! What a device of a backend can do: the facts a guard is evaluated against and an emulation
 //! reproduces (plane width above all).
 
-use crate::capability::{Elem, Mma};
-use crate::{Backend, Executor};
-use cubecl::prelude::Client;
+use crate::backend::Backend;
+use crate::elem::Elem;
+use crate::mma::Mma;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -56,7 +56,7 @@ impl Profile {
     /// profile is part of the tag CubeCL hashes several times per launch, and a GPU lists dozens
     /// of shapes. Equal profiles pack equal words; profiles that differ only in their name or
     /// their shapes are told apart by `Eq`.
-    pub(crate) fn hash_word(&self) -> u64 {
+    pub fn hash_word(&self) -> u64 {
         self.backend as u64
             | (self.plane as u64 & 0xff) << 3
             | (self.sm as u64 & 0xfff) << 11
@@ -66,7 +66,7 @@ impl Profile {
 }
 
 /// Interns a device name: a process sees few distinct ones, and a `Copy` tag needs `'static`.
-fn intern_name(name: &str) -> &'static str {
+pub fn intern_name(name: &str) -> &'static str {
     static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(known) = names.get(name) {
@@ -78,7 +78,7 @@ fn intern_name(name: &str) -> &'static str {
 }
 
 /// Interns a sorted shape list, as [`intern_name`] does names.
-fn intern_shapes(shapes: Vec<Mma>) -> &'static [Mma] {
+pub fn intern_shapes(shapes: Vec<Mma>) -> &'static [Mma] {
     static SHAPES: Mutex<BTreeSet<&'static [Mma]>> = Mutex::new(BTreeSet::new());
     let mut all = SHAPES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(known) = all.get(shapes.as_slice()) {
@@ -90,7 +90,7 @@ fn intern_shapes(shapes: Vec<Mma>) -> &'static [Mma] {
 }
 
 const fn mma(a: Elem, b: Elem, acc: Elem, m: u32, n: u32, k: u32) -> Mma {
-    Mma { a, b, acc, m, n, k }
+    Mma::new(a, b, acc, m, n, k)
 }
 
 /// Tile shapes every tensor-core generation since Turing runs through WMMA.
@@ -132,53 +132,6 @@ impl Profile {
         }
     }
 
-    /// The profile of the device behind `client`, or `None` for the CPU and for runtimes this
-    /// version does not recognise (those take `default` arms).
-    pub fn of_client(client: &Client) -> Option<Profile> {
-        let backend = Executor::from_client_name(client.name()).backend()?;
-        let props = client.properties();
-        let plane = props.hardware.plane_size_max;
-        let sm = match backend {
-            Backend::Cuda => sm_from_fingerprint(&props.identity.fingerprint),
-            _ => 0,
-        };
-        let dp4a = match backend {
-            // `__dp4a` exists from sm_61 on.
-            Backend::Cuda => sm >= 61,
-            // shaderIntegerDotProduct is a required Vulkan 1.3 feature; CubeCL falls back to its
-            // polyfill where a driver lacks it, which is still the same integer function.
-            Backend::Vulkan => true,
-            // CubeCL 0.11 lowers dp4a to its polyfill on HIP, Metal and WGSL.
-            Backend::Hip | Backend::Metal | Backend::WebGpu => false,
-        };
-        let mut mma: Vec<Mma> = client
-            .features()
-            .matmul
-            .cmma
-            .iter()
-            .filter_map(|c| {
-                Some(Mma {
-                    a: elem_of(c.a_type)?,
-                    b: elem_of(c.b_type)?,
-                    acc: elem_of(c.cd_type)?,
-                    m: c.m,
-                    n: c.n,
-                    k: c.k,
-                })
-            })
-            .collect();
-        mma.sort();
-        mma.dedup();
-        Some(Profile {
-            backend,
-            name: intern_name(&props.identity.name),
-            plane,
-            sm,
-            dp4a,
-            mma: intern_shapes(mma),
-        })
-    }
-
     /// A copy with another plane width (a device whose subgroup size can be chosen).
     pub fn with_plane(mut self, plane: u32) -> Profile {
         self.plane = plane;
@@ -193,38 +146,5 @@ impl fmt::Display for Profile {
             write!(f, ", sm {}", self.sm)?;
         }
         f.write_str(")")
-    }
-}
-
-fn sm_from_fingerprint(fingerprint: &str) -> u32 {
-    // `ptx_sm90` → 90
-    fingerprint
-        .rsplit_once("sm")
-        .and_then(|(_, digits)| digits.trim_start_matches('_').parse().ok())
-        .unwrap_or(0)
-}
-
-fn elem_of(ty: cubecl::ir::ElemType) -> Option<Elem> {
-    use cubecl::ir::{ElemType, FloatKind, IntKind, UIntKind};
-    Some(match ty {
-        ElemType::Int(IntKind::I8) => Elem::I8,
-        ElemType::Int(IntKind::I32) => Elem::I32,
-        ElemType::UInt(UIntKind::U8) => Elem::U8,
-        ElemType::Float(FloatKind::F16) => Elem::F16,
-        ElemType::Float(FloatKind::BF16) => Elem::BF16,
-        ElemType::Float(FloatKind::F32) => Elem::F32,
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fingerprint_parses() {
-        assert_eq!(sm_from_fingerprint("ptx_sm90"), 90);
-        assert_eq!(sm_from_fingerprint("ptx_sm61"), 61);
-        assert_eq!(sm_from_fingerprint("hip-kernel_gfx1151"), 0);
     }
 }

@@ -4,67 +4,10 @@
 //! `cuda if sm >= 61 && dp4a => …`. The macro checks the capability names and builds the atoms
 //! as constants, so a guard is plain data the registry can show and the selection can evaluate.
 
+use crate::mma::Mma;
+use crate::profile::Profile;
 use serde::Serialize;
 use std::fmt;
-
-/// An element type of a matrix-multiply-accumulate tile.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Elem {
-    I8,
-    U8,
-    I32,
-    F16,
-    BF16,
-    F32,
-}
-
-impl Elem {
-    /// The keyword used in a guard (`cmma(i8, i8, i32, 16, 16, 16)`).
-    pub const fn keyword(self) -> &'static str {
-        match self {
-            Elem::I8 => "i8",
-            Elem::U8 => "u8",
-            Elem::I32 => "i32",
-            Elem::F16 => "f16",
-            Elem::BF16 => "bf16",
-            Elem::F32 => "f32",
-        }
-    }
-
-    /// The element type a guard keyword names.
-    pub fn from_keyword(word: &str) -> Option<Elem> {
-        [Elem::I8, Elem::U8, Elem::I32, Elem::F16, Elem::BF16, Elem::F32]
-            .into_iter()
-            .find(|e| e.keyword() == word)
-    }
-}
-
-/// A tile shape of a cooperative matrix multiply-accumulate: `acc[m×n] += a[m×k] · b[k×n]`.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Mma {
-    pub a: Elem,
-    pub b: Elem,
-    pub acc: Elem,
-    pub m: u32,
-    pub n: u32,
-    pub k: u32,
-}
-
-impl fmt::Display for Mma {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cmma({}, {}, {}, {}, {}, {})",
-            self.a.keyword(),
-            self.b.keyword(),
-            self.acc.keyword(),
-            self.m,
-            self.n,
-            self.k
-        )
-    }
-}
 
 /// A comparison in a numeric guard atom.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
@@ -78,6 +21,26 @@ pub enum Cmp {
 }
 
 impl Cmp {
+    /// Every comparison, in the order the docs list them.
+    pub const ALL: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge];
+
+    /// The comparison an operator names.
+    pub fn from_symbol(symbol: &str) -> Option<Cmp> {
+        Cmp::ALL.into_iter().find(|c| c.symbol() == symbol)
+    }
+
+    /// The variant's name, as generated code spells it (`Cmp::Ge`).
+    pub const fn variant(self) -> &'static str {
+        match self {
+            Cmp::Eq => "Eq",
+            Cmp::Ne => "Ne",
+            Cmp::Lt => "Lt",
+            Cmp::Le => "Le",
+            Cmp::Gt => "Gt",
+            Cmp::Ge => "Ge",
+        }
+    }
+
     /// The operator as written.
     pub const fn symbol(self) -> &'static str {
         match self {
@@ -116,12 +79,63 @@ pub enum Atom {
     Cmma(Mma),
 }
 
+/// The capabilities a guard may name, each with how it is written.
+pub const CAPABILITIES: [Capability; 4] = [Capability::Sm, Capability::Plane, Capability::Dp4a, Capability::Cmma];
+
+/// A capability a guard may name; [`Atom`] is one condition on it.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Capability {
+    /// `sm <cmp> N`.
+    Sm,
+    /// `plane <cmp> N`.
+    Plane,
+    /// `dp4a`, a flag.
+    Dp4a,
+    /// `cmma(a, b, acc, m, n, k)`, a tile shape.
+    Cmma,
+}
+
+impl Capability {
+    /// The name a guard uses.
+    pub const fn keyword(self) -> &'static str {
+        match self {
+            Capability::Sm => "sm",
+            Capability::Plane => "plane",
+            Capability::Dp4a => "dp4a",
+            Capability::Cmma => "cmma",
+        }
+    }
+
+    /// How an atom on it is written (`sm >= N`), for error messages and docs.
+    pub const fn syntax(self) -> &'static str {
+        match self {
+            Capability::Sm => "sm >= N",
+            Capability::Plane => "plane == N",
+            Capability::Dp4a => "dp4a",
+            Capability::Cmma => "cmma(a, b, acc, m, n, k)",
+        }
+    }
+
+    /// The capability a guard name names.
+    pub fn from_keyword(word: &str) -> Option<Capability> {
+        CAPABILITIES.into_iter().find(|c| c.keyword() == word)
+    }
+}
+
 impl Atom {
-    /// The capability names a guard may use, for error messages and docs.
-    pub const NAMES: &'static [&'static str] = &["sm", "plane", "dp4a", "cmma"];
+    /// The capability this condition is on.
+    pub const fn capability(&self) -> Capability {
+        match self {
+            Atom::Sm(..) => Capability::Sm,
+            Atom::Plane(..) => Capability::Plane,
+            Atom::Dp4a => Capability::Dp4a,
+            Atom::Cmma(_) => Capability::Cmma,
+        }
+    }
 
     /// Whether `profile` satisfies this condition.
-    pub fn holds(&self, profile: &crate::Profile) -> bool {
+    pub fn holds(&self, profile: &Profile) -> bool {
         match *self {
             Atom::Sm(cmp, v) => cmp.holds(profile.sm, v),
             Atom::Plane(cmp, v) => cmp.holds(profile.plane, v),
@@ -151,12 +165,12 @@ impl Guard {
     pub const NONE: Guard = Guard(&[]);
 
     /// Whether `profile` satisfies every atom.
-    pub fn holds(&self, profile: &crate::Profile) -> bool {
+    pub fn holds(&self, profile: &Profile) -> bool {
         self.0.iter().all(|a| a.holds(profile))
     }
 
     /// The first atom `profile` does not satisfy.
-    pub fn first_unmet(&self, profile: &crate::Profile) -> Option<&'static Atom> {
+    pub fn first_unmet(&self, profile: &Profile) -> Option<&'static Atom> {
         self.0.iter().find(|a| !a.holds(profile))
     }
 

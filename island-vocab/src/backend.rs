@@ -47,6 +47,17 @@ impl Backend {
     pub fn from_keyword(word: &str) -> Option<Backend> {
         Backend::ALL.into_iter().find(|b| b.keyword() == word)
     }
+
+    /// The variant's name, as generated code spells it (`Backend::Cuda`).
+    pub const fn variant(self) -> &'static str {
+        match self {
+            Backend::Cuda => "Cuda",
+            Backend::Hip => "Hip",
+            Backend::Vulkan => "Vulkan",
+            Backend::Metal => "Metal",
+            Backend::WebGpu => "WebGpu",
+        }
+    }
 }
 
 impl fmt::Display for Backend {
@@ -68,6 +79,9 @@ pub enum Executor {
 }
 
 impl Executor {
+    /// Every client name CubeCL 0.11's runtimes report that [`Executor::from_client_name`] knows.
+    pub const CLIENT_NAMES: [&'static str; 7] = ["cpu", "cuda", "hip", "metal", "wgpu<msl>", "wgpu<spirv>", "wgpu<wgsl>"];
+
     /// Classifies a CubeCL client name (`client.name()`).
     pub fn from_client_name(name: &'static str) -> Executor {
         match name {
@@ -96,6 +110,31 @@ impl fmt::Display for Executor {
             Executor::Cpu => f.write_str("cpu"),
             Executor::Device(b) => write!(f, "{b}"),
             Executor::Unknown(name) => write!(f, "unknown runtime `{name}`"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_client_name_is_classified() {
+        for name in Executor::CLIENT_NAMES {
+            assert!(!matches!(Executor::from_client_name(name), Executor::Unknown(_)), "{name}");
+        }
+        // Every backend is reached by some client name.
+        for b in Backend::ALL {
+            assert!(Executor::CLIENT_NAMES.iter().any(|n| Executor::from_client_name(n).backend() == Some(b)), "{b}");
+        }
+        assert_eq!(Executor::from_client_name("wgpu<glsl>"), Executor::Unknown("wgpu<glsl>"));
+    }
+
+    #[test]
+    fn keywords_round_trip() {
+        for b in Backend::ALL {
+            assert_eq!(Backend::from_keyword(b.keyword()), Some(b));
+            assert_eq!(format!("{b:?}"), b.variant());
         }
     }
 }

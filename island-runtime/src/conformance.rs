@@ -1,0 +1,50 @@
+//! Device conformance: an arm's native lowering on a device against its emulation on the CPU
+//! runtime, both with the device's own profile.
+
+use crate::lifted::ProofSpec;
+use crate::proof::{ProofOptions, ProofRun, Side, Verdict, compare_sides, compare_sides_header};
+use crate::registry::ArmEntry;
+use crate::target::Target;
+use cubecl::prelude::*;
+use island_vocab::{Executor, Expect};
+
+/// Conformance of one arm on a device: its native lowering on `device` against its emulation
+/// on `cpu`, both with the device's own profile. The run fails, rather than compares, unless the
+/// native side really is native: a GPU runtime, with a tag whose arm lowers natively there, and
+/// the emulation side on the CPU runtime. A fixture of a wrong native lowering
+/// ([`Expect::NativeMismatch`]) must mismatch here.
+pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
+    let profile = crate::device::profile(device)?;
+    if !entry.spec().admits(&profile) {
+        return None;
+    }
+    let native = Side { client: device, target: Target::forced(profile, device).only(entry.site.id), label: "native" };
+    let emulation = Side { client: cpu, target: Target::forced(profile, cpu).only(entry.site.id), label: "emulation" };
+    let expect = if entry.expect == Expect::Equal { Expect::Equal } else { Expect::Mismatch };
+    let what_ran = match (native.target.is_native(), Executor::from_client_name(device.name()), Executor::from_client_name(cpu.name())) {
+        (true, Executor::Device(_), Executor::Cpu) => None,
+        (native_tag, device_exec, cpu_exec) => Some(format!(
+            "the native side must run natively on a device and the emulation on the CPU runtime; \
+             here the native tag lowers natively: {native_tag}, the device side runs on {device_exec}, the emulation on {cpu_exec}"
+        )),
+    };
+    let mut run = match what_ran {
+        None => compare_sides(entry, lifted, profile, native, emulation, options),
+        Some(reason) => {
+            let mut run = compare_sides_header(entry, lifted, profile, &native, &emulation, options);
+            run.verdict = Verdict::Error { reason };
+            run
+        }
+    };
+    run.expect = expect;
+    if let (Verdict::Mismatch { report }, Expect::Equal) = (&run.verdict, expect)
+        && let Some(d) = crate::divergence::known(&profile, entry.site.id)
+    {
+        run.verdict = Verdict::Declined {
+            report: format!("declined on this device: {}\n  measured: {}\n{report}", d.cause, d.measured),
+        };
+    }
+    Some(run)
+}
+

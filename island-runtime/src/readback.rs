@@ -1,0 +1,34 @@
+//! Reading results back from a runtime, and caught panics as text.
+
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Reads a buffer back; a kernel that failed to compile surfaces here.
+pub fn read(client: &Client, handle: Handle) -> Result<Vec<u8>, String> {
+    match catch_unwind(AssertUnwindSafe(|| client.read_one(handle))) {
+        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
+        Ok(Err(e)) => Err(first_lines(&e.to_string(), 12)),
+        Err(panic) => Err(format!("reading the result panicked: {}", panic_text(&panic))),
+    }
+}
+
+/// The message of a caught panic.
+pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let text = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "<non-string panic>".into());
+    first_lines(&text, 12)
+}
+
+pub fn first_lines(text: &str, n: usize) -> String {
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(n + 1).collect();
+    if lines.len() > n {
+        lines.truncate(n);
+        lines.push("…");
+    }
+    lines.join("\n")
+}
+

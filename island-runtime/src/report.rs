@@ -1,0 +1,114 @@
+//! The report of a mismatch: where the outputs first differ, what the inputs were there, and how
+//! to replay the run.
+
+use crate::lifted::{Lifted, Shape};
+use crate::registry::ArmEntry;
+use crate::value::{Group, ValueKind};
+use island_vocab::Profile;
+use std::fmt::Write as _;
+
+/// The buffers a run compares: each mutable parameter, then the value (name, scalar type,
+/// scalars per value, bytes).
+pub struct Outputs(pub Vec<(String, ValueKind, usize, Vec<u8>)>);
+
+/// How a report names one side of a comparison: `arm`, `default`, `native`, `emulation`, and
+/// what ran it.
+pub struct SideName {
+    pub label: &'static str,
+    pub description: String,
+}
+
+/// The outputs of a comparison: side `a`'s, side `b`'s, and `b` on the inputs' magnitudes
+/// when the contract needs them.
+pub struct Compared<'a> {
+    pub got: &'a Outputs,
+    pub want: &'a Outputs,
+    pub magnitudes: Option<&'a Outputs>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn compare(
+    entry: &ArmEntry,
+    lifted: &Lifted,
+    profile: &Profile,
+    (a, b): (&SideName, &SideName),
+    inputs: &[Vec<u8>],
+    groups: &[Vec<Group>],
+    outputs: Compared<'_>,
+    (base_seed, seed): (u64, u64),
+    lanes: usize,
+) -> Option<String> {
+    let contract = lifted.contract_for(profile);
+    for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.0.iter().zip(&outputs.want.0).enumerate() {
+        let n = got.len() / kind.size();
+        let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.0[o].3, i));
+        let differing: Vec<usize> = (0..n)
+            .filter(|&i| !contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
+            .collect();
+        let Some(&first_scalar) = differing.first() else { continue };
+        // A vector output is compared scalar by scalar; the report names the value and, for a
+        // vector, the component.
+        let first = first_scalar / width;
+        let component = if *width > 1 { format!(", component {}", first_scalar % width) } else { String::new() };
+        let mut r = String::new();
+        let _ = writeln!(
+            r,
+            "island `{}` arm `{}`: the {} differs from the {}",
+            entry.site.id,
+            entry.spec().label,
+            a.label,
+            b.label
+        );
+        let _ = writeln!(r, "  written at {}", entry.location());
+        let _ = writeln!(r, "  arm semantics: {profile}");
+        let _ = writeln!(r, "  executed on: {} = {}; {} = {}", a.label, a.description, b.label, b.description);
+        let _ = writeln!(r, "  contract: {contract}");
+        let cube = cube_of(lifted, name, first);
+        let _ = writeln!(
+            r,
+            "  output `{name}` [{kind}{}]: first differing index {first} (cube {cube}, {}{component}), {} of {n} scalars differ",
+            if *width > 1 { format!(" × {width}") } else { String::new() },
+            position_of(lifted, name, first),
+            differing.len()
+        );
+        let _ = writeln!(r, "    {:<9} = {}", a.label, kind.show(kind.bits_at(got, first_scalar)));
+        let _ = writeln!(r, "    {:<9} = {}", b.label, kind.show(kind.bits_at(want, first_scalar)));
+        if let Some(m) = magnitude(first_scalar) {
+            let _ = writeln!(r, "    Σ|terms|  = {}", kind.show(m));
+        }
+        if let Some(g) = groups.get(cube) {
+            let held: Vec<String> = lifted.params.iter().zip(g).map(|(p, g)| format!("{}: {}", p.name, g.name())).collect();
+            let _ = writeln!(r, "    cube {cube} holds {}", held.join(", "));
+        }
+        if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {
+            let shown: Vec<String> = lifted
+                .params
+                .iter()
+                .zip(inputs)
+                .map(|(p, bytes)| format!("{} = {}", p.name, p.kind.show(p.kind.bits_at(bytes, first * p.width))))
+                .collect();
+            let _ = writeln!(r, "    inputs at that lane: {}", shown.join(", "));
+        }
+        let _ = write!(
+            r,
+            "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
+            entry.name()
+        );
+        return Some(r);
+    }
+    None
+}
+
+fn cube_of(lifted: &Lifted, name: &str, index: usize) -> usize {
+    match lifted.params.iter().find(|p| p.name == name).map(|p| p.shape) {
+        Some(Shape::Cube(n)) => index / n as usize,
+        _ => index / lifted.cube_dim as usize,
+    }
+}
+
+fn position_of(lifted: &Lifted, name: &str, index: usize) -> String {
+    match lifted.params.iter().find(|p| p.name == name).map(|p| p.shape) {
+        Some(Shape::Cube(n)) => format!("element {}", index % n as usize),
+        _ => format!("lane {}", index % lifted.cube_dim as usize),
+    }
+}
