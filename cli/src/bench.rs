@@ -5,6 +5,7 @@
 //! sync at the end (see `island_runtime::bench`), in several rounds that alternate the variants;
 //! the median round is reported.
 
+use island_examples::testing::{first_difference, floats};
 use island_examples::{gemm_i8, q8_matvec, rmsnorm};
 use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::Target;
@@ -68,16 +69,7 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn floats(n: usize, rng: &mut Rng) -> Vec<f32> {
-    (0..n).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0).collect()
-}
 
-fn first_difference<T: PartialEq>(a: &[T], b: &[T]) -> Option<usize> {
-    if a.len() != b.len() {
-        return Some(a.len().min(b.len()));
-    }
-    a.iter().zip(b).position(|(x, y)| x != y)
-}
 
 fn check(what: &str, got: &[u32], want: &[u32]) -> bool {
     match first_difference(got, want) {

@@ -5,6 +5,7 @@
 //! rows. All rows are also compared with the plain-Rust reference, which mirrors `default`
 //! operation for operation and is itself checked against the CPU runtime by the test suite.
 
+use island_examples::testing::floats;
 use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
 use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::Target;
@@ -32,9 +33,6 @@ pub fn run(name: &str, client: &Client, rows: usize, cols: usize, cpu_rows: usiz
     }
 }
 
-fn floats(n: usize, rng: &mut Rng) -> Vec<f32> {
-    (0..n).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0).collect()
-}
 
 /// Prints one comparison; returns whether the bits agree.
 fn same<T: Copy>(what: &str, got: &[T], want: &[T], bits: impl Fn(T) -> u64) -> bool {

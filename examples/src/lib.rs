@@ -5,7 +5,8 @@
 //! - [`rmsnorm`]: RMSNorm over rows with the plane-sum island of [`rows`].
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
 //! - [`gemm_f16`]: an f16 tile GEMM with a `cmma` island, bit-exact on sm_90's tensor cores.
-//! - [`error`]: the error they report before launch; [`tile_shape`]: the GEMMs' tile shapes.
+//! - [`error`]: the error they report before launch; [`tile_shape`]: the GEMMs' tile shapes;
+//!   [`testing`]: the inputs and comparisons their checks share.
 
 // This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
 // what launches of its islands consult.
@@ -17,5 +18,6 @@ pub mod gemm_i8;
 pub mod q8_matvec;
 pub mod rmsnorm;
 pub mod rows;
+pub mod testing;
 pub mod tile_shape;
 

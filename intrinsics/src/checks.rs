@@ -87,7 +87,7 @@ pub fn plane_max_f32_w32(v: f32, #[comptime] target: Target) -> f32 {
 pub fn group_max_f32_g8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
-        cuda | vulkan | metal | webgpu if plane >= 8 => plane::group_max::call::<f32>(v, 8u32, target),
+        cuda | hip | vulkan | metal | webgpu if plane >= 8 => plane::group_max::call::<f32>(v, 8u32, target),
         default => portable::tree_max::<f32>(v, 8u32),
     }
 }

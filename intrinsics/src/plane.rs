@@ -78,6 +78,7 @@ pub mod max {
     check = crate::checks::group_max_f32_g8,
     lowerings(
         cuda => "__shfl_xor_sync",
+        hip => "__shfl_xor",
         vulkan => "OpGroupNonUniformShuffleXor",
         metal => "simd_shuffle_xor",
         webgpu => "subgroupShuffleXor",

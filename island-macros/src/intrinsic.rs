@@ -112,8 +112,26 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(tokens) => tokens,
         Err(e) => {
             let e = e.to_compile_error();
+            let item = with_emulated_call(item);
             quote!(#e #item)
         }
+    }
+}
+
+/// The module as written plus a `call` that always runs the emulation, when it has one: after
+/// an error in the attribute, the intrinsic's callers then compile and report nothing more.
+fn with_emulated_call(item: TokenStream) -> TokenStream {
+    let Ok(mut module) = syn::parse2::<ItemMod>(item.clone()) else { return item };
+    let Some((_, items)) = &mut module.content else { return item };
+    let functions: Vec<ItemFn> = items.iter().filter_map(|i| match i { Item::Fn(f) => Some(f.clone()), _ => None }).collect();
+    let Some(emulate) = functions.iter().find(|f| f.sig.ident == "emulate") else { return item };
+    let args = Args { name: LitStr::new("?", Span::call_site()), summary: LitStr::new("", Span::call_site()), checks: Vec::new(), lowerings: Vec::new() };
+    match dispatcher(emulate, &functions, &args).and_then(|call| syn::parse2::<Item>(call)) {
+        Ok(call) => {
+            items.push(call);
+            quote!(#module)
+        }
+        Err(_) => item,
     }
 }
 
@@ -175,15 +193,20 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             ));
         }
     }
+    // `call` is added even when rows are wrong, so its callers report nothing more.
+    let call = dispatcher(emulate, &functions, &args);
     if let Some(first) = errors.pop() {
         let mut all = first;
         for e in errors {
             all.combine(e);
         }
-        return Err(all);
+        if let Ok(call) = call {
+            items.push(syn::parse2(call)?);
+        }
+        let e = all.to_compile_error();
+        return Ok(quote!(#e #module));
     }
-
-    let call = dispatcher(emulate, &functions, &args)?;
+    let call = call?;
     items.push(syn::parse2(call)?);
 
     let rows = args.lowerings.iter().map(|r| {
@@ -302,7 +325,7 @@ fn dispatcher(emulate: &ItemFn, functions: &[ItemFn], args: &Args) -> syn::Resul
             continue;
         }
         seen.push(row.variant);
-        let callee = implementor(functions, &row.backend).expect("checked above");
+        let Some(callee) = implementor(functions, &row.backend) else { continue };
         branches.push((Ident::new(row.variant, Span::call_site()), forward(callee, &available, &generics)?));
     }
     for (variant, native) in branches.into_iter().rev() {

@@ -14,15 +14,21 @@ use syn::{Attribute, Expr, FnArg, Ident, ItemFn, Macro, Pat, Stmt, Token, Type};
 
 /// The attribute's entry point.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    // A wrong option is reported, and the function expanded without options: its islands
+    // then report nothing more.
+    let mut option_error = None;
     let options = match syn::parse::Parser::parse2(Punctuated::<TagOption, Token![,]>::parse_terminated, attr) {
         Ok(o) => o,
-        Err(e) => return with_item(e.to_compile_error(), item),
+        Err(e) => {
+            option_error = Some(e);
+            Punctuated::new()
+        }
     };
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => return with_item(e.to_compile_error(), item),
     };
-    let mut errors = Vec::new();
+    let mut errors: Vec<syn::Error> = option_error.into_iter().collect();
     let out = function(options, func, &mut errors);
     let errors = errors.into_iter().map(|e| e.to_compile_error());
     quote! { #(#errors)* #out }

@@ -79,3 +79,6 @@ const OUTSIDE: &str = "`island!` must be inside a function marked `#[islands]`, 
 fn outside_error() -> TokenStream {
     syn::Error::new(proc_macro2::Span::call_site(), OUTSIDE).to_compile_error().into()
 }
+
+#[cfg(test)]
+mod tests;

@@ -258,15 +258,14 @@ fn parse_atom(input: ParseStream) -> syn::Result<Atom> {
     };
     Ok(match capability {
         Capability::Sm | Capability::Plane => {
-            let op = parse_cmp(input).map_err(|_| {
-                syn::Error::new(span, format!("`{name}` needs a comparison, e.g. `{}`", capability.syntax()))
-            })?;
+            let op = parse_cmp(input)
+                .ok_or_else(|| syn::Error::new(span, format!("`{name}` needs a comparison, e.g. `{}`", capability.syntax())))?;
             let lit: LitInt = input.parse()?;
             let value = lit.base10_parse()?;
             if capability == Capability::Sm { Atom::Sm(op, value) } else { Atom::Plane(op, value) }
         }
         Capability::Dp4a => {
-            if parse_cmp(&input.fork()).is_ok() {
+            if parse_cmp(&input.fork()).is_some() {
                 return Err(syn::Error::new(span, "`dp4a` is a flag and takes no comparison"));
             }
             Atom::Dp4a
@@ -300,18 +299,18 @@ fn parse_atom(input: ParseStream) -> syn::Result<Atom> {
     })
 }
 
-/// A comparison operator, longest token first (`>=` before `>`).
-fn parse_cmp(input: ParseStream) -> syn::Result<Cmp> {
+/// A comparison operator, if one comes next (longest token first: `>=` before `>`).
+fn parse_cmp(input: ParseStream) -> Option<Cmp> {
     macro_rules! try_op {
         ($($tok:tt)*) => {$(
             if input.peek(Token![$tok]) {
-                input.parse::<Token![$tok]>()?;
-                return Ok(Cmp::from_symbol(stringify!($tok)).expect("a comparison of the vocabulary"));
+                input.parse::<Token![$tok]>().ok()?;
+                return Cmp::from_symbol(stringify!($tok));
             }
         )*};
     }
     try_op!(== != >= <= > <);
-    Err(input.error(format!("expected a comparison ({})", Cmp::ALL.map(Cmp::symbol).join(", "))))
+    None
 }
 
 impl Parse for TagOption {

@@ -9,8 +9,8 @@ pub fn count_arms(dir: &Path) -> Result<usize, String> {
     count_with(dir, count_in)
 }
 
-/// Intrinsics registered in the `.rs` files under `dir`: `register_intrinsic! { … }` invocations
-/// and `#[intrinsic(…)]` / `#[island_runtime::intrinsic(…)]` attributes.
+/// Intrinsics registered in the `.rs` files under `dir`: `#[intrinsic(…)]` attributes, by any
+/// path (`#[islands::intrinsic(…)]`).
 pub fn count_intrinsics(dir: &Path) -> Result<usize, String> {
     count_with(dir, intrinsics_in)
 }
@@ -41,11 +41,6 @@ pub fn intrinsics_in(tokens: TokenStream) -> usize {
     let mut total = 0;
     for (i, tt) in tokens.iter().enumerate() {
         match tt {
-            TokenTree::Ident(id) if id == "register_intrinsic" => {
-                let bang = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
-                let body = matches!(tokens.get(i + 2), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace);
-                total += usize::from(bang && body);
-            }
             TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket => {
                 let is_attr = i >= 1 && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '#');
                 let path: Vec<String> = g
@@ -114,10 +109,10 @@ mod tests {
     }
 
     #[test]
-    fn counts_both_ways_of_registering_an_intrinsic() {
-        let src = "register_intrinsic! { name: \"a\" } island_runtime::register_intrinsic! { name: \"b\" }
-                   #[island_runtime::intrinsic(name = \"c\")] mod c {} #[intrinsic(name = \"d\")] mod d {}
-                   #[cube] fn e() {} macro_rules! register_intrinsic { () => {} }";
-        assert_eq!(intrinsics_in(src.parse().unwrap()), 4);
+    fn counts_intrinsic_attributes_by_any_path() {
+        let src = "#[island_runtime::intrinsic(name = \"c\")] mod c {} #[intrinsic(name = \"d\")] mod d {}
+                   mod outer { #[islands::intrinsic(name = \"e\")] pub mod e {} }
+                   #[cube] fn f() {} #[doc = \"intrinsic\"] fn g() {}";
+        assert_eq!(intrinsics_in(src.parse().unwrap()), 3);
     }
 }

@@ -2,6 +2,7 @@
 //! reference, every kernel with its arms forced to each backend (emulated) against `default`,
 //! and shapes the kernels cannot handle rejected before launch.
 
+use island_examples::testing::floats;
 use cubecl::prelude::*;
 use half::f16;
 use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
@@ -30,9 +31,6 @@ fn client() -> Result<Client, Failed> {
     proofs::cpu().map_err(Failed::from)
 }
 
-fn floats(n: usize, rng: &mut Rng) -> Vec<f32> {
-    (0..n).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0).collect()
-}
 
 /// The first index where two float slices differ in bits.
 fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {

@@ -1,6 +1,7 @@
 use cubecl::prelude::*;
 use island_runtime::prelude::*;
 
+// A backend the SDK does not know.
 #[islands]
 #[cube(launch)]
 fn kernel(out: &mut [i32]) {

@@ -1,7 +1,8 @@
-fn check() {}
+use cubecl::prelude::*;
+use island_runtime::prelude::*;
 
-// A native lowering the attribute does not declare, and a declared one without its function.
-#[island_runtime::intrinsic(name = "swizzle", summary = "…", check = check, lowerings(vulkan => "OpBitReverse"))]
+// A native lowering the attribute does not declare.
+#[island_runtime::intrinsic(name = "swizzle", summary = "…", check = check, lowerings())]
 pub mod swizzle {
     use cubecl::prelude::*;
 
@@ -13,6 +14,16 @@ pub mod swizzle {
     #[cube]
     pub fn emulate(a: u32) -> u32 {
         a
+    }
+}
+
+#[islands]
+#[cube]
+pub fn check(a: u32, #[comptime] target: Target) -> u32 {
+    island! {
+        proof(a: u32) -> u32;
+        cuda => swizzle::call(a, target),
+        default => a,
     }
 }
 

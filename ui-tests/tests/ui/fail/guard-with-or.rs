@@ -1,0 +1,14 @@
+use cubecl::prelude::*;
+use island_runtime::prelude::*;
+
+// A guard with `||`.
+#[islands]
+#[cube(launch)]
+fn kernel(out: &mut [i32]) {
+    out[ABSOLUTE_POS] = island! {
+        cuda if plane == 32 || plane == 64 => 1i32,
+        default => 2i32,
+    };
+}
+
+fn main() {}

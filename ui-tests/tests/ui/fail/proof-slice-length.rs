@@ -1,0 +1,15 @@
+use cubecl::prelude::*;
+use island_runtime::prelude::*;
+
+// A per-cube proof input whose length is not a literal.
+#[islands]
+#[cube(launch)]
+fn kernel(out: &mut [i32]) {
+    out[ABSOLUTE_POS] = island! {
+        proof(x: &[i32; N]) -> i32;
+        cuda => 1i32,
+        default => 2i32,
+    };
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+use cubecl::prelude::*;
+use island_runtime::prelude::*;
+
+// A guard on a capability the SDK does not know.
+#[islands]
+#[cube(launch)]
+fn kernel(out: &mut [i32]) {
+    out[ABSOLUTE_POS] = island! {
+        cuda if tensor_cores => 1i32,
+        default => 2i32,
+    };
+}
+
+fn main() {}
