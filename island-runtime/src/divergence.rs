@@ -24,7 +24,7 @@ const PLANE_FLOAT_REDUCTIONS_W32: &[&str] = &[
     "island_intrinsics::checks::plane_max_f32_w32#0",
     "island_intrinsics::checks::group_max_f32_g8#0",
     "island_examples::rows::row_sum#0",
-    "island_examples::q8_matvec::block_amax#0",
+    "island_examples::q8_matvec::kernels::block_amax#0",
 ];
 
 /// Every known divergence.
@@ -45,7 +45,7 @@ pub const KNOWN: &[Divergence] = &[
             "island_intrinsics::checks::plane_sum_f32_w8#0",
             "island_intrinsics::checks::plane_max_f32_w8#0",
             "island_intrinsics::checks::group_max_f32_g8#0",
-            "island_examples::q8_matvec::block_amax#0",
+            "island_examples::q8_matvec::kernels::block_amax#0",
         ],
         cause: "lavapipe's subgroup add starts from +0.0 (a plane of −0.0 sums to +0.0), its subgroup \
                 maximum skips NaNs (maxnum) and its max(−0.0, +0.0) is −0.0",
