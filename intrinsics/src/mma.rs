@@ -2,9 +2,9 @@
 //!
 //! `acc[16×16] += a[16×k] · b[k×16]`, row-major everywhere, over `k_tiles` steps of 16.
 //!
-//! Native lowering: `wmma::mma_sync` / `mma.sync` on CUDA, rocWMMA / `v_wmma_*` on HIP,
-//! `OpCooperativeMatrixMulAddKHR` on Vulkan, `simdgroup_multiply_accumulate` on Metal (8×8).
-//! Emulation: each lane computes the output elements `lane, lane + width, …` of the tile with
+//! Native lowerings (the rows of `tile_i8` and `tile_f16`): CubeCL's cooperative matrices,
+//! `wmma::mma_sync` on CUDA and `rocwmma::mma_sync` on HIP (i8 only). Other backends run the
+//! emulation. Emulation: each lane computes the output elements `lane, lane + width, …` of the tile with
 //! scalar code. For i8 → i32 the result is exact whatever the hardware's order (wrapping
 //! integer addition is associative). For f16 → f32 the emulation reproduces the measured model
 //! of the profile's tensor cores where there is one ([`f16_model`]: sm_90, bit for bit, see
