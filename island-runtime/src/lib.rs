@@ -11,8 +11,8 @@
 //!     let i = ABSOLUTE_POS;
 //!     out[i] = island! {
 //!         proof(x: i32, y: i32) -> i32;
-//!         cuda | vulkan if dp4a => island_intrinsics::dp4a(x, y, 0i32, target),
-//!         default => portable_dot(x, y),
+//!         cuda | vulkan if dp4a => island_intrinsics::dp4a::call(x, y, 0i32, target),
+//!         default => island_intrinsics::portable::dot4_i8(x, y, 0i32),
 //!     };
 //! }
 //! ```
