@@ -67,10 +67,9 @@ pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Resul
 
 fn status_of(entry: &'static island_runtime::ArmEntry, r: &Record, all: &[Record], host: &island_runtime::__private::cubecl::prelude::Client) -> (&'static str, String) {
     match code_hashes(entry, &r.device, host) {
-        Ok(now) if now != r.code => {
-            let (what, then, now) =
-                if now.arm != r.code.arm { ("the arm's", &r.code.arm, &now.arm) } else { ("`default`'s", &r.code.default, &now.default) };
-            return ("stale", format!("{what} {} changed since {} (hash {then}, now {now})", r.code.codegen, r.date));
+        Ok(now) if r.code.changed(&now).is_some() => {
+            let (what, then, now) = r.code.changed(&now).expect("checked");
+            return ("stale", format!("{what} ({}) changed since {} (hash {then}, now {now})", r.code.codegen, r.date));
         }
         Err(e) => return ("stale", format!("the code cannot be hashed: {e}")),
         Ok(_) => {}

@@ -307,6 +307,28 @@ fn an_intrinsic_dispatches_each_backend_to_its_function() {
 
 // ---- expansion snapshots ----
 
+/// Compares `text` with the committed snapshot `src/snapshots/<name>.expanded`; with
+/// `ISLANDS_BLESS=1`, writes it instead (review the diff).
+fn assert_snapshot(name: &str, text: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/snapshots").join(format!("{name}.expanded"));
+    if std::env::var_os("ISLANDS_BLESS").is_some() {
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; write it with ISLANDS_BLESS=1 and review it", path.display()));
+    if want != text {
+        let line = want.lines().zip(text.lines()).position(|(a, b)| a != b).unwrap_or(want.lines().count().min(text.lines().count()));
+        panic!(
+            "the expansion differs from {} from line {}:\n  committed: {:?}\n  now:       {:?}\n(ISLANDS_BLESS=1 rewrites it; review the diff)",
+            path.display(),
+            line + 1,
+            want.lines().nth(line).unwrap_or("<end>"),
+            text.lines().nth(line).unwrap_or("<end>")
+        );
+    }
+}
+
 /// What `#[islands]` turns `item` into, formatted.
 fn expansion(attr: TokenStream, item: TokenStream) -> String {
     let tokens = crate::kernel::expand(attr, item);
@@ -316,7 +338,7 @@ fn expansion(attr: TokenStream, item: TokenStream) -> String {
 
 #[test]
 fn snapshot_expression_island() {
-    insta::assert_snapshot!(expansion(
+    assert_snapshot("expression_island", &expansion(
         TokenStream::new(),
         quote! {
             #[cube(launch)]
@@ -334,7 +356,7 @@ fn snapshot_expression_island() {
 
 #[test]
 fn snapshot_statement_island() {
-    insta::assert_snapshot!(expansion(
+    assert_snapshot("statement_island", &expansion(
         TokenStream::new(),
         quote! {
             #[cube(launch)]
@@ -350,7 +372,7 @@ fn snapshot_statement_island() {
 
 #[test]
 fn snapshot_nested_islands() {
-    insta::assert_snapshot!(expansion(
+    assert_snapshot("nested_islands", &expansion(
         TokenStream::new(),
         quote! {
             #[cube(launch)]
@@ -369,7 +391,7 @@ fn snapshot_nested_islands() {
 
 #[test]
 fn snapshot_helper_island() {
-    insta::assert_snapshot!(expansion(
+    assert_snapshot("helper_island", &expansion(
         TokenStream::new(),
         quote! {
             #[cube]

@@ -90,6 +90,7 @@ pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client
         codegen: Codegen::of(profile.backend).name().to_string(),
         arm: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
         default: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Default, host)?)),
+        emulation: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Emulated, host)?)),
     })
 }
 
@@ -111,7 +112,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
 
     let code = code_hashes(entry, &fingerprint, cpu).unwrap_or_else(|e| {
         notes.push(format!("code hashes: {e}"));
-        CodeHashes { codegen: Codegen::of(profile.backend).name().into(), arm: "-".into(), default: "-".into() }
+        CodeHashes { codegen: Codegen::of(profile.backend).name().into(), arm: "-".into(), default: "-".into(), emulation: "-".into() }
     });
     let proof_run = proof::prove_profile(entry, profile, cpu, &options.proof)?;
     let conformance_run = crate::conformance::conform(entry, device, cpu, &options.proof)?;

@@ -55,6 +55,30 @@ pub struct CodeHashes {
     pub codegen: String,
     pub arm: String,
     pub default: String,
+    /// The arm under the device's profile with its intrinsics emulated (what the CPU proof of the
+    /// record ran), through the same generator. Empty in records written before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub emulation: String,
+}
+
+impl CodeHashes {
+    /// The first part of the code that differs between this record's hashes and `now`'s, with
+    /// both hashes: the arm, `default`, or the emulation (when the record has its hash).
+    pub fn changed<'a>(&'a self, now: &'a CodeHashes) -> Option<(&'static str, &'a str, &'a str)> {
+        if self.codegen != now.codegen {
+            return Some(("the code generator", &self.codegen, &now.codegen));
+        }
+        if self.arm != now.arm {
+            return Some(("the arm's code", &self.arm, &now.arm));
+        }
+        if self.default != now.default {
+            return Some(("`default`'s code", &self.default, &now.default));
+        }
+        if !self.emulation.is_empty() && self.emulation != now.emulation {
+            return Some(("the arm's emulation", &self.emulation, &now.emulation));
+        }
+        None
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -407,7 +431,7 @@ mod tests {
             island: "k#0".into(),
             arm: "cuda".into(),
             device: device(),
-            code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d") },
+            code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d"), emulation: code_hash("e") },
             proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64, contract: "bit-exact".into() },
             conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
             speed: Some(SpeedEvidence {
@@ -453,5 +477,20 @@ mod tests {
         assert_eq!(Ledger::parse("").unwrap(), Ledger::default());
         assert_eq!(code_hash("abc"), code_hash("abc"));
         assert_ne!(code_hash("abc"), code_hash("abd"));
+    }
+
+    #[test]
+    fn code_changes_are_named_and_old_records_are_held_to_what_they_hashed() {
+        let h = |arm: &str, default: &str, emulation: &str| CodeHashes {
+            codegen: "CUDA C++".into(),
+            arm: arm.into(),
+            default: default.into(),
+            emulation: emulation.into(),
+        };
+        assert_eq!(h("a", "d", "e").changed(&h("a", "d", "e")), None);
+        assert_eq!(h("a", "d", "e").changed(&h("x", "d", "e")).map(|c| c.0), Some("the arm's code"));
+        assert_eq!(h("a", "d", "e").changed(&h("a", "x", "e")).map(|c| c.0), Some("`default`'s code"));
+        assert_eq!(h("a", "d", "e").changed(&h("a", "d", "x")).map(|c| c.0), Some("the arm's emulation"));
+        assert_eq!(h("a", "d", "").changed(&h("a", "d", "x")), None);
     }
 }

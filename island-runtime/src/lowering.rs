@@ -147,6 +147,9 @@ pub enum Which {
     Arm,
     /// `default`.
     Default,
+    /// The entry's arm, selected by `profile` and expanded as the CPU runtime runs it: each
+    /// intrinsic's emulation of the profile's semantics (what a CPU proof compares).
+    Emulated,
 }
 
 /// The source `entry`'s island compiles to on `profile`'s backend, with its arm or `default`
@@ -156,6 +159,7 @@ pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, whic
     let target = match which {
         Which::Arm => Target::from_parts(Some(*profile), exec).only(entry.site.id),
         Which::Default => Target::from_parts(None, exec),
+        Which::Emulated => Target::from_parts(Some(*profile), Exec { executor: Executor::Cpu, plane: 1 }).only(entry.site.id),
     };
     compile(lifted, target, Arc::new(properties(profile)), profile, Codegen::of(profile.backend), host)
 }

@@ -43,8 +43,8 @@ fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> 
         };
         matched[i] = true;
         let r = &records[i];
-        if now.code != r.code {
-            problems.push(format!("{} `{}`: the generated code changed since the record ({:?} → {:?})", r.island, r.arm, r.code, now.code));
+        if let Some((what, then, hash)) = r.code.changed(&now.code) {
+            problems.push(format!("{} `{}`: {what} changed since the record (hash {then}, now {hash})", r.island, r.arm));
         }
         if now.proof.verdict != r.proof.verdict || now.conformance.verdict != r.conformance.verdict || now.conformance.instructions != r.conformance.instructions {
             problems.push(format!(

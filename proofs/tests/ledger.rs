@@ -13,6 +13,7 @@ use libtest_mimic::{Failed, Trial};
 
 pub fn trials() -> Vec<Trial> {
     let mut trials = vec![
+        Trial::test("ledger::a_record_goes_stale_when_only_the_emulation_changes", emulation_is_hashed),
         Trial::test("ledger::a_declined_record_runs_default_and_says_why_once", || {
             launches_default(Decision::DeclinedSlow, Policy::Trust, true)
         }),
@@ -60,7 +61,7 @@ fn record(entry: &ArmEntry, decision: Decision) -> Record {
         island: entry.site.id.into(),
         arm: entry.spec().label.into(),
         device: h200(),
-        code: CodeHashes { codegen: "CUDA C++".into(), arm: "-".into(), default: "-".into() },
+        code: CodeHashes { codegen: "CUDA C++".into(), arm: "-".into(), default: "-".into(), emulation: "-".into() },
         proof: ProofEvidence { verdict: "proven".into(), seed: "0x0".into(), depth: 1, inputs: 0, contract: "bit-exact".into() },
         conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
         speed: None,
@@ -139,4 +140,30 @@ fn gate_declines_a_slow_arm() -> Result<(), Failed> {
         (Decision::DeclinedSlow, Some(s)) if s.speedup < 0.5 => Ok(()),
         _ => Err(format!("the gate did not decline the slow arm: {}", serde_json::to_string_pretty(&record).unwrap_or_default()).into()),
     }
+}
+
+/// Two fixtures whose native code and `default` are the same and whose emulations differ (the
+/// sm_90 model with one detail wrong, and the `k`-order sum): their records' arm and `default`
+/// hashes agree and their emulation hashes do not, so a record made with one emulation is stale
+/// for the other. Without the emulation's hash, a changed emulation left every record current.
+fn emulation_is_hashed() -> Result<(), Failed> {
+    let cpu = proofs::cpu()?;
+    let find = |id: &str| {
+        registry::arms().iter().copied().find(|e| e.site.id.ends_with(id)).ok_or_else(|| format!("no arm `{id}`"))
+    };
+    let a = gate::code_hashes(find("::tile_rounding_at_alignment#0")?, &h200(), &cpu)?;
+    let b = gate::code_hashes(find("::tile_in_k_order#0")?, &h200(), &cpu)?;
+    if a.arm != b.arm || a.default != b.default {
+        return Err(format!("the fixtures' native code or default differ ({a:?}, {b:?}): the test needs twins").into());
+    }
+    match a.changed(&b) {
+        Some(("the arm's emulation", _, _)) => {}
+        other => return Err(format!("a changed emulation is not seen: {other:?}").into()),
+    }
+    // An old record without the emulation's hash is held to the rest alone.
+    let old = CodeHashes { emulation: String::new(), ..a.clone() };
+    if old.changed(&b).is_some() {
+        return Err("a record without an emulation hash is stale although its arm and default are unchanged".into());
+    }
+    Ok(())
 }
