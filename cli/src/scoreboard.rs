@@ -67,12 +67,12 @@ pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Resul
 
 fn status_of(entry: &'static island_runtime::ArmEntry, r: &Record, all: &[Record], host: &island_runtime::__private::cubecl::prelude::Client) -> (&'static str, String) {
     match code_hashes(entry, &r.device, host) {
-        Ok(now) if r.code.changed(&now).is_some() => {
-            let (what, then, now) = r.code.changed(&now).expect("checked");
-            return ("stale", format!("{what} ({}) changed since {} (hash {then}, now {now})", r.code.codegen, r.date));
+        Ok(now) => {
+            if let Some((what, then, now)) = r.code.changed(&now) {
+                return ("stale", format!("{what} ({}) changed since {} (hash {then}, now {now})", r.code.codegen, r.date));
+            }
         }
         Err(e) => return ("stale", format!("the code cannot be hashed: {e}")),
-        Ok(_) => {}
     }
     if let Some(newer) = all.iter().find(|o| {
         o.island == r.island && o.arm == r.arm && o.device != r.device && o.device.same_device(&r.device) && o.date > r.date

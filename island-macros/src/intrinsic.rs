@@ -26,8 +26,9 @@ struct Args {
 
 /// `vulkan if dp4a => "OpSDot"`.
 struct Row {
+    /// The keyword as written, for spans and function names.
     backend: Ident,
-    variant: &'static str,
+    which: Backend,
     guard: Vec<Atom>,
     instruction: LitStr,
 }
@@ -48,7 +49,7 @@ impl Parse for Row {
             Vec::new()
         };
         input.parse::<Token![=>]>()?;
-        Ok(Row { backend, variant: found.variant(), guard, instruction: input.parse()? })
+        Ok(Row { backend, which: found, guard, instruction: input.parse()? })
     }
 }
 
@@ -123,7 +124,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 fn with_emulated_call(item: TokenStream) -> TokenStream {
     let Ok(mut module) = syn::parse2::<ItemMod>(item.clone()) else { return item };
     let Some((_, items)) = &mut module.content else { return item };
-    let functions: Vec<ItemFn> = items.iter().filter_map(|i| match i { Item::Fn(f) => Some(f.clone()), _ => None }).collect();
+    let functions = functions_of(items);
     let Some(emulate) = functions.iter().find(|f| f.sig.ident == "emulate") else { return item };
     let args = Args { name: LitStr::new("?", Span::call_site()), summary: LitStr::new("", Span::call_site()), checks: Vec::new(), lowerings: Vec::new() };
     match dispatcher(emulate, &functions, &args).and_then(|call| syn::parse2::<Item>(call)) {
@@ -133,6 +134,17 @@ fn with_emulated_call(item: TokenStream) -> TokenStream {
         }
         Err(_) => item,
     }
+}
+
+/// The functions of an intrinsic's module.
+fn functions_of(items: &[Item]) -> Vec<ItemFn> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Fn(f) => Some(f.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The name of the function whose native code a row's backend runs: its own, else `native`.
@@ -148,13 +160,7 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let Some((_, items)) = &mut module.content else {
         return Err(syn::Error::new_spanned(&module.ident, "#[intrinsic] needs an inline module: `mod name { … }`"));
     };
-    let functions: Vec<ItemFn> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Fn(f) => Some(f.clone()),
-            _ => None,
-        })
-        .collect();
+    let functions = functions_of(items);
     let intrinsic = args.name.value();
     let Some(emulate) = functions.iter().find(|f| f.sig.ident == "emulate") else {
         return Err(syn::Error::new_spanned(
@@ -210,7 +216,7 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     items.push(syn::parse2(call)?);
 
     let rows = args.lowerings.iter().map(|r| {
-        let variant = Ident::new(r.variant, Span::call_site());
+        let variant = Ident::new(r.which.variant(), Span::call_site());
         let atoms = r.guard.iter().map(crate::expand::atom);
         let instruction = &r.instruction;
         quote! {
@@ -318,15 +324,15 @@ fn dispatcher(emulate: &ItemFn, functions: &[ItemFn], args: &Args) -> syn::Resul
         comptime!(#rt::intrinsic::note_emulated(#name, &#tag));
         #emulated
     }};
-    let mut seen: Vec<&'static str> = Vec::new();
+    let mut seen: Vec<Backend> = Vec::new();
     let mut branches = Vec::new();
     for row in &args.lowerings {
-        if seen.contains(&row.variant) {
+        if seen.contains(&row.which) {
             continue;
         }
-        seen.push(row.variant);
+        seen.push(row.which);
         let Some(callee) = implementor(functions, &row.backend) else { continue };
-        branches.push((Ident::new(row.variant, Span::call_site()), forward(callee, &available, &generics)?));
+        branches.push((Ident::new(row.which.variant(), Span::call_site()), forward(callee, &available, &generics)?));
     }
     for (variant, native) in branches.into_iter().rev() {
         body = quote! {
@@ -340,7 +346,7 @@ fn dispatcher(emulate: &ItemFn, functions: &[ItemFn], args: &Args) -> syn::Resul
     let doc = format!(
         "`{}`: the native lowering where the arm's device has one ({}), the emulation otherwise.",
         args.name.value(),
-        seen.iter().map(|v| Backend::ALL.iter().find(|b| b.variant() == *v).map_or("?", |b| b.keyword())).collect::<Vec<_>>().join(", ")
+        seen.iter().map(|b| b.keyword()).collect::<Vec<_>>().join(", ")
     );
     Ok(quote! {
         #[doc = #doc]

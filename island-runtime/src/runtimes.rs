@@ -38,6 +38,11 @@ impl RuntimeName {
         RuntimeName::ALL.map(RuntimeName::as_str).join(", ")
     }
 
+    /// The device runtimes' names alone (`cuda, hip, …`), for error messages.
+    pub fn devices() -> String {
+        Backend::ALL.map(Backend::keyword).join(", ")
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             RuntimeName::Cpu => "cpu",

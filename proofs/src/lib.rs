@@ -196,7 +196,7 @@ pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, String> {
             .map(|s| {
                 RuntimeName::parse(s.trim())
                     .filter(|r| *r != RuntimeName::Cpu)
-                    .ok_or_else(|| format!("ISLANDS_CONFORMANCE names `{}`, which is no device runtime ({} or none)", s.trim(), RuntimeName::list()))
+                    .ok_or_else(|| format!("ISLANDS_CONFORMANCE names `{}`, which is no device runtime ({} or none)", s.trim(), RuntimeName::devices()))
             })
             .collect(),
         Err(_) => Ok([RuntimeName::Device(island_runtime::Backend::Vulkan), RuntimeName::Device(island_runtime::Backend::Cuda)].into_iter().filter(|r| r.built()).collect()),

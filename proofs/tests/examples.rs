@@ -37,7 +37,7 @@ fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
     if got.len() != want.len() {
         return Err(format!("{what}: {} values, expected {}", got.len(), want.len()).into());
     }
-    match got.iter().zip(want).position(|(a, b)| a.to_bits() != b.to_bits()) {
+    match island_examples::testing::first_bit_difference(got, want) {
         None => Ok(()),
         Some(i) => Err(format!(
             "{what}: first difference at {i}: got {:#010x} ({}), want {:#010x} ({})",
