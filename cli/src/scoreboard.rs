@@ -8,6 +8,7 @@
 
 use crate::gate::ledgers;
 use island_runtime::gate::code_hashes;
+use island_runtime::lowering::Codegen;
 use island_runtime::ledger::{Decision, Record};
 use island_runtime::{Expect, Fingerprint, registry};
 use serde::Serialize;
@@ -38,6 +39,17 @@ pub enum Format {
 /// Every cell: one per (registered arm, device with at least one record).
 pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
     let records: Vec<Record> = ledgers()?.into_values().flat_map(|(_, l)| l.records).collect();
+    // A record is current only if its code hashes again to what it recorded: a build without
+    // the record's code generator cannot tell, and must not guess.
+    for r in &records {
+        if let Some(feature) = Codegen::ALL.iter().find(|c| c.name() == r.code.codegen).and_then(|c| c.missing_feature()) {
+            return Err(format!(
+                "the ledgers hold {} records, and this build has no {} generator to check that their code is unchanged: \
+                 build with `--features {feature}`",
+                r.code.codegen, r.code.codegen
+            ));
+        }
+    }
     let mut devices: Vec<Fingerprint> = records.iter().map(|r| r.device.clone()).collect();
     devices.sort();
     devices.dedup();

@@ -20,13 +20,15 @@ pub enum Codegen {
     HipCpp,
     /// Metal Shading Language.
     Msl,
-    /// SPIR-V, disassembled (Vulkan).
+    /// SPIR-V, disassembled (Vulkan). Needs the `spirv` feature (`vulkan` brings it).
     Spirv,
     /// WGSL (WebGPU). Needs the `wgpu` feature.
     Wgsl,
 }
 
 impl Codegen {
+    pub const ALL: [Codegen; 5] = [Codegen::CudaCpp, Codegen::HipCpp, Codegen::Msl, Codegen::Spirv, Codegen::Wgsl];
+
     /// The code generator of a backend.
     pub const fn of(backend: Backend) -> Codegen {
         match backend {
@@ -50,7 +52,20 @@ impl Codegen {
 
     /// Whether this build can run the generator.
     pub const fn available(self) -> bool {
-        !matches!(self, Codegen::Wgsl) || cfg!(feature = "wgpu")
+        match self {
+            Codegen::Wgsl => cfg!(feature = "wgpu"),
+            Codegen::Spirv => cfg!(feature = "spirv"),
+            Codegen::CudaCpp | Codegen::HipCpp | Codegen::Msl => true,
+        }
+    }
+
+    /// The feature a build needs for this generator, if it lacks it.
+    pub const fn missing_feature(self) -> Option<&'static str> {
+        match self {
+            _ if self.available() => None,
+            Codegen::Wgsl => Some("wgpu"),
+            _ => Some("spirv"),
+        }
     }
 
     /// Compiles `kernel` as the device of `profile` would.
@@ -71,6 +86,7 @@ impl Codegen {
             Codegen::Msl => CppCompiler::<cubecl_cpp::target::Metal>::default()
                 .compile(kernel, &cpp)
                 .map(|k| k.to_string()),
+            #[cfg(feature = "spirv")]
             Codegen::Spirv => {
                 let mut options = cubecl::codegen::WgpuCompilationOptions {
                     supports_vulkan_compiler: true,
@@ -81,6 +97,8 @@ impl Codegen {
                 options.vulkan.max_vector_size = 4;
                 cubecl_spirv::SpirvCompiler.compile(kernel, &options).map(|k| k.to_string())
             }
+            #[cfg(not(feature = "spirv"))]
+            Codegen::Spirv => return Err("the SPIR-V generator needs the `spirv` feature (`vulkan` brings it)".into()),
             Codegen::Wgsl => {
                 #[cfg(feature = "wgpu")]
                 {
