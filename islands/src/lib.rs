@@ -33,7 +33,8 @@
 //! # fn main() {}
 //! ```
 //!
-//! Backend features: `cpu` (default), `cuda`, `vulkan`, `wgpu`, `hip`, `metal`.
+//! Backend features: `cpu` (default), `cuda`, `vulkan`, `wgpu`, `hip`, `metal`; `spirv` adds the
+//! SPIR-V generator alone, for lowering checks of Vulkan arms (`vulkan` and `proofs` bring it).
 
 pub use island_intrinsics::{checks, dp4a, exact, mma, plane, portable, stream};
 pub use island_runtime::*;
