@@ -50,27 +50,26 @@ impl Codegen {
         }
     }
 
-    /// Whether this build can run the generator.
-    pub const fn available(self) -> bool {
+    /// The feature this build lacks for the generator, if it lacks one.
+    pub const fn missing_feature(self) -> Option<&'static str> {
         match self {
-            Codegen::Wgsl => cfg!(feature = "wgpu"),
-            Codegen::Spirv => cfg!(feature = "spirv"),
-            Codegen::CudaCpp | Codegen::HipCpp | Codegen::Msl => true,
+            Codegen::Wgsl if !cfg!(feature = "wgpu") => Some("wgpu"),
+            Codegen::Spirv if !cfg!(feature = "spirv") => Some("spirv"),
+            _ => None,
         }
     }
 
-    /// The feature a build needs for this generator, if it lacks it.
-    pub const fn missing_feature(self) -> Option<&'static str> {
-        match self {
-            _ if self.available() => None,
-            Codegen::Wgsl => Some("wgpu"),
-            _ => Some("spirv"),
-        }
+    /// Whether this build can run the generator.
+    pub const fn available(self) -> bool {
+        self.missing_feature().is_none()
     }
 
     /// Compiles `kernel` as the device of `profile` would.
     pub fn compile(self, kernel: KernelDefinition, profile: &Profile) -> Result<String, String> {
         use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
+        if let Some(feature) = self.missing_feature() {
+            return Err(format!("the {} generator needs the `{feature}` feature", self.name()));
+        }
         let cpp = CompilationOptions {
             warp_size: profile.plane as usize,
             supports_features: CppSupportedFeatures { dp4a: profile.dp4a, ..Default::default() },
@@ -97,17 +96,16 @@ impl Codegen {
                 options.vulkan.max_vector_size = 4;
                 cubecl_spirv::SpirvCompiler.compile(kernel, &options).map(|k| k.to_string())
             }
-            #[cfg(not(feature = "spirv"))]
-            Codegen::Spirv => return Err("the SPIR-V generator needs the `spirv` feature (`vulkan` brings it)".into()),
+            #[cfg(feature = "wgpu")]
             Codegen::Wgsl => {
-                #[cfg(feature = "wgpu")]
-                {
-                    let options = cubecl::codegen::WgpuCompilationOptions::default();
-                    cubecl::wgpu::WgslCompiler.compile(kernel, &options).map(|k| k.to_string())
-                }
-                #[cfg(not(feature = "wgpu"))]
-                return Err("the WGSL generator needs the `wgpu` feature".into());
+                let options = cubecl::codegen::WgpuCompilationOptions::default();
+                cubecl::wgpu::WgslCompiler.compile(kernel, &options).map(|k| k.to_string())
             }
+            // `missing_feature` refused the generators this build lacks.
+            #[cfg(not(feature = "spirv"))]
+            Codegen::Spirv => unreachable!("the SPIR-V generator is not built"),
+            #[cfg(not(feature = "wgpu"))]
+            Codegen::Wgsl => unreachable!("the WGSL generator is not built"),
         };
         text.map_err(|e| e.to_string())
     }
