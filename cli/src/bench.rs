@@ -6,7 +6,7 @@
 //! the median round is reported.
 
 use island_examples::testing::{first_difference, floats};
-use island_examples::{gemm_i8, q8_matvec, rmsnorm};
+use island_examples::{gemm_i8, gemm_i8_mma, q8_matvec, rmsnorm};
 use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::Target;
 use island_runtime::bench::side_by_side;
@@ -32,7 +32,7 @@ pub fn run(client: &Client, options: &Options) -> Result<bool, String> {
     let wants = |name: &str| options.only.as_deref().is_none_or(|o| o == name);
     let mut ok = true;
     let (matvecs, rms_size, gemm_size) = if options.small {
-        (vec![(64, 1024)], 64, 64)
+        (vec![(64, 1024)], 64, 128)
     } else {
         (vec![(4096, 14336), (8192, 8192), (14336, 4096)], 4096, 4096)
     };
@@ -235,40 +235,58 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options, pee
 
 fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options, peers: Option<&crate::peers::Peers>) -> Result<bool, String> {
     let (m, k, n) = (size, size, size);
+    gemm_i8_mma::check(m, k, n).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(0x6e33);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
+    // `b` column-major for the mma.sync kernel (n rows of k bytes), as cuBLAS's int8 kernels take it.
+    let bt: Vec<i8> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
     let ah = client.create_from_slice(i8::as_bytes(&a));
     let bh = client.create_from_slice(i8::as_bytes(&b));
+    let bth = client.create_from_slice(i8::as_bytes(&bt));
     let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
+    let dh = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
     let native = Target::for_client(client);
-    // SAFETY: the handles hold m×k, k×n and m×n values.
-    let mut island = || unsafe { gemm_i8::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
+    // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
+    let mut cmma = || unsafe { gemm_i8::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
+    let mut mma = || unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &dh), (m, k, n), native) };
     let iters = (o.iters / 20).max(3);
-    let times = side_by_side(client, o.rounds, iters, &mut [("gemm", &mut island)])?;
+    let times = side_by_side(client, o.rounds, iters, &mut [("cmma", &mut cmma), ("mma.sync", &mut mma)])?;
     let flops = 2.0 * (m * n * k) as f64;
-    println!("\nint8 GEMM {m}×{k}×{n} (i32 accumulate), cmma island");
-    println!("    island, native arms   {:>10.1} µs   {:>6.1} TOP/s", us(times[0]), flops / times[0].as_secs_f64() / 1e12);
+    let tops = |t_us: f64| flops / t_us / 1e6;
+    println!("\nint8 GEMM {m}×{k}×{n} (i32 out)");
+    println!("    island, cmma 16×16×16 tiles, B row-major       {:>10.1} µs   {:>6.1} TOP/s", us(times[0]), tops(us(times[0])));
+    println!("    island, mma.sync pipeline, B column-major      {:>10.1} µs   {:>6.1} TOP/s", us(times[1]), tops(us(times[1])));
     if let Some(p) = peers {
-        let tops = |t_us: f64| flops / t_us / 1e6;
-        println!("    torch {} _int_mm, B row-major      {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_row_major, tops(p.int_mm_b_row_major));
-        println!("    torch {} _int_mm, B column-major   {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_col_major, tops(p.int_mm_b_col_major));
+        println!("    torch {} _int_mm, B row-major           {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_row_major, tops(p.int_mm_b_row_major));
+        println!("    torch {} _int_mm, B column-major        {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_col_major, tops(p.int_mm_b_col_major));
         let best = p.int_mm_b_row_major.min(p.int_mm_b_col_major);
-        println!("    island speed / torch _int_mm (faster layout): {:.3}", best / us(times[0]));
+        println!("    island mma.sync speed / torch _int_mm (faster layout): {:.3}", best / us(times[1]));
+        println!("    island cmma speed / torch _int_mm (faster layout):     {:.3}", best / us(times[0]));
     }
-    // Check one fresh product: the rows the CPU runtime also computes, and the reference.
+    // Check one fresh product of each: against the plain-Rust reference on the whole output,
+    // and against the CPU runtime's `default` on the top-left block.
+    let want = gemm_i8_mma::reference(m, k, n, &a, &bt);
+    let as_u32 = |v: &[i32]| v.iter().map(|x| *x as u32).collect::<Vec<_>>();
     let c0 = vec![0i32; m * n];
     let fresh = client.create_from_slice(i32::as_bytes(&c0));
     // SAFETY: as above.
     unsafe { gemm_i8::launch(client, (&ah, &bh, &fresh), (m, k, n), native) };
+    let got_cmma = i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
+    let fresh = client.create_from_slice(i32::as_bytes(&c0));
+    // SAFETY: as above.
+    unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &fresh), (m, k, n), native) };
     let got = i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
-    let cpu_m = 16;
-    let ca = cpu.create_from_slice(i8::as_bytes(&a[..cpu_m * k]));
-    let cb = cpu.create_from_slice(i8::as_bytes(&b));
-    let cc = cpu.create_from_slice(i32::as_bytes(&c0[..cpu_m * n]));
-    // SAFETY: the first 16 rows.
-    unsafe { gemm_i8::launch(cpu, (&ca, &cb, &cc), (cpu_m, k, n), Target::for_client(cpu)) };
-    let want = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
-    let as_u32 = |v: &[i32]| v.iter().map(|x| *x as u32).collect::<Vec<_>>();
-    Ok(check("island vs CPU runtime `default` (first 16 rows)", &as_u32(&got[..cpu_m * n]), &as_u32(&want)))
+    let mut ok = check("cmma island vs plain-Rust reference (whole output)", &as_u32(&got_cmma), &as_u32(&want));
+    ok &= check("mma.sync island vs plain-Rust reference (whole output)", &as_u32(&got), &as_u32(&want));
+    let block = gemm_i8_mma::CONFIG.block_m() as usize;
+    let ca = cpu.create_from_slice(i8::as_bytes(&a[..block * k]));
+    let cb = cpu.create_from_slice(i8::as_bytes(&bt[..block * k]));
+    let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; block * block]));
+    // SAFETY: the first block of rows of `a` and of `bᵀ`, a block×block output.
+    unsafe { gemm_i8_mma::launch(cpu, (&ca, &cb, &cc), (block, k, block), Target::for_client(cpu)) };
+    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
+    let device_block: Vec<i32> = (0..block).flat_map(|r| got[r * n..r * n + block].to_vec()).collect();
+    ok &= check("mma.sync island vs CPU runtime `default` (top-left block)", &as_u32(&device_block), &as_u32(&cpu_block));
+    Ok(ok)
 }

@@ -6,7 +6,7 @@
 //! operation for operation and is itself checked against the CPU runtime by the test suite.
 
 use island_examples::testing::floats;
-use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, q8_matvec, rmsnorm};
 use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::Target;
 use island_runtime::runtimes::RuntimeName;
@@ -28,8 +28,9 @@ pub fn run(name: &str, client: &Client, rows: usize, cols: usize, cpu_rows: usiz
         "q8-matvec" => q8(client, &cpu, rows, cols, cpu_rows.min(rows)),
         "rmsnorm" => rms(client, &cpu, rows, cols, cpu_rows.min(rows)),
         "gemm-i8" => gemm(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        "gemm-i8-mma" => gemm_mma(client, &cpu, rows, cols),
         "gemm-f16" => gemm_half(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        other => Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm, gemm-i8 or gemm-f16")),
+        other => Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma or gemm-f16")),
     }
 }
 
@@ -159,6 +160,35 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
     let bits = |v: i32| v as u32 as u64;
     let mut ok = same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_m * n], &cpu_default, bits);
     ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, bits);
+    ok &= same("device `default` vs native arms", &device_default, &native, bits);
+    Ok(ok)
+}
+
+/// The mma.sync GEMM, `m×k` by `k×m` (B column-major): native arms, the device's `default` and
+/// the CPU runtime's `default` (on the top-left block) against the plain-Rust reference.
+fn gemm_mma(client: &Client, cpu: &Client, m: usize, k: usize) -> Result<bool, String> {
+    let n = m;
+    gemm_i8_mma::check(m, k, n).map_err(|e| e.to_string())?;
+    let mut rng = Rng::new(0x6_e_0_1);
+    let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
+    let bt: Vec<i8> = (0..n * k).map(|_| rng.next_u64() as i8).collect();
+    let run = |c: &Client, m: usize, n: usize, target: Target| -> Result<Vec<i32>, String> {
+        let ah = c.create_from_slice(i8::as_bytes(&a[..m * k]));
+        let bh = c.create_from_slice(i8::as_bytes(&bt[..n * k]));
+        let ch = c.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
+        // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
+        unsafe { gemm_i8_mma::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
+        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
+    };
+    let block = gemm_i8_mma::CONFIG.block_m() as usize;
+    let native = run(client, m, n, Target::for_client(client))?;
+    let device_default = run(client, m, n, Target::default_arms(client))?;
+    let cpu_default = run(cpu, block, block, Target::for_client(cpu))?;
+    let reference = gemm_i8_mma::reference(m, k, n, &a, &bt);
+    let top_left: Vec<i32> = (0..block).flat_map(|r| native[r * n..r * n + block].to_vec()).collect();
+    let bits = |v: i32| v as u32 as u64;
+    let mut ok = same("native arms vs CPU runtime `default` (top-left block)", &top_left, &cpu_default, bits);
+    ok &= same("native arms vs plain-Rust reference (whole output)", &native, &reference, bits);
     ok &= same("device `default` vs native arms", &device_default, &native, bits);
     Ok(ok)
 }

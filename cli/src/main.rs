@@ -184,7 +184,7 @@ enum Command {
     },
     /// Runs an example kernel on a runtime and checks it byte for byte against the CPU.
     Example {
-        /// q8-matvec, rmsnorm, gemm-i8 or gemm-f16.
+        /// q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma or gemm-f16.
         name: String,
         #[arg(long, default_value = "cpu")]
         runtime: String,
@@ -341,7 +341,7 @@ fn conform(runtime: &str, json: bool) -> ExitCode {
     // its emulation while the kernel around it computes other bits on this device (its
     // arithmetic, its compiler's contractions): that must fail here too.
     let mut examples_ok = true;
-    for (name, rows, cols, cpu_rows) in [("q8-matvec", 256, 4096, 8), ("rmsnorm", 256, 4096, 4), ("gemm-i8", 256, 256, 16), ("gemm-f16", 256, 256, 16)] {
+    for (name, rows, cols, cpu_rows) in [("q8-matvec", 256, 4096, 8), ("rmsnorm", 256, 4096, 4), ("gemm-i8", 256, 256, 16), ("gemm-i8-mma", 256, 512, 128), ("gemm-f16", 256, 256, 16)] {
         match example::run(name, &device, rows, cols, cpu_rows) {
             Ok(ok) => examples_ok &= ok,
             Err(e) => {

@@ -4,6 +4,7 @@
 //!   block-maximum islands.
 //! - [`rmsnorm`]: RMSNorm over rows with the plane-sum island of [`rows`].
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
+//! - [`gemm_i8_mma`]: an int8 GEMM on `mma.sync`, `ldmatrix` and a `cp.async` pipeline.
 //! - [`gemm_f16`]: an f16 tile GEMM with a `cmma` island, bit-exact on sm_90's tensor cores.
 //! - [`error`]: the error they report before launch; [`tile_shape`]: the GEMMs' tile shapes;
 //!   [`testing`]: the inputs and comparisons their checks share.
@@ -15,6 +16,7 @@ island_runtime::ledger!();
 pub mod error;
 pub mod gemm_f16;
 pub mod gemm_i8;
+pub mod gemm_i8_mma;
 pub mod q8_matvec;
 pub mod rmsnorm;
 pub mod rows;

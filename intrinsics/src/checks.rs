@@ -7,7 +7,7 @@
 //! the arm computes with: 8 (lavapipe), 32 (NVIDIA, Apple, AMD wave32, most Vulkan), 64 (AMD
 //! wave64). Each check's cube holds two planes, so a reduction that leaks across planes shows.
 
-use crate::{mma, plane, portable, stream};
+use crate::{cp_async, ldmatrix, mma, mma_sync, plane, portable, stream};
 use cubecl::prelude::*;
 use half::f16;
 use island_runtime::prelude::*;
@@ -187,5 +187,107 @@ pub fn stream_load_x4(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] t
         proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
         cuda => stream::load_x4::call(src, index, target),
         default => src[index],
+    }
+}
+
+/// The `default` of the `mma.sync` check: warp `w`'s 16×8 tile, each lane its 4 consecutive
+/// outputs, `c + Σ a·b` over packed words with [`portable::dot4_i8`].
+#[cube]
+fn m16n8k32_scalar(a: &[i32], b: &[i32], c: &mut [i32]) {
+    let (w, lane) = (UNIT_POS / 32, UNIT_POS % 32);
+    #[unroll]
+    for j in 0..4u32 {
+        let e = lane * 4 + j;
+        let (row, col) = (e / 8, e % 8);
+        let mut sum = c[(w * 128 + e) as usize];
+        for kw in 0..8u32 {
+            sum = portable::dot4_i8(a[(w * 128 + row * 8 + kw) as usize], b[(w * 64 + col * 8 + kw) as usize], sum);
+        }
+        c[(w * 128 + e) as usize] = sum;
+    }
+}
+
+/// `mma.sync` m16n8k32 on each warp's own tile: `a` 16×32 row-major, `b` 32×8 column-major
+/// (each column's 32 bytes contiguous) and `c` 16×8 row-major, bytes packed in words. The arm
+/// builds the fragments with the PTX layout ([`mma_sync`]) from plain loads.
+#[islands]
+#[cube]
+pub fn mma_sync_m16n8k32(a: &[i32], b: &[i32], c: &mut [i32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[i32; 256], b: &[i32; 128], c: &mut [i32; 256]), cube_dim = 64;
+        cuda if sm >= 80 => {
+            let (w, lane) = (UNIT_POS / 32, UNIT_POS % 32);
+            let (g, t) = (lane / 4, lane % 4);
+            let mut fa = Vector::<i32, Const<4>>::empty();
+            let mut fc = Vector::<i32, Const<4>>::empty();
+            #[unroll]
+            for r in 0..4u32 {
+                fa.insert(r as usize, a[(w * 128 + (g + 8 * (r % 2)) * 8 + 4 * (r / 2) + t) as usize]);
+                fc.insert(r as usize, c[(w * 128 + (g + 8 * (r / 2)) * 8 + 2 * t + r % 2) as usize]);
+            }
+            let mut fb = Vector::<i32, Const<2>>::empty();
+            #[unroll]
+            for r in 0..2u32 {
+                fb.insert(r as usize, b[(w * 64 + g * 8 + 4 * r + t) as usize]);
+            }
+            let d = mma_sync::m16n8k32_s8::call(fa, fb, fc, target);
+            #[unroll]
+            for r in 0..4u32 {
+                c[(w * 128 + (g + 8 * (r / 2)) * 8 + 2 * t + r % 2) as usize] = d.extract(r as usize);
+            }
+        },
+        default => m16n8k32_scalar(a, b, c),
+    }
+}
+
+/// The row of the check's tile that unit `u` names: a permutation of the 64 rows, different
+/// for each warp.
+#[cube]
+fn named_row(u: u32) -> u32 {
+    (u * 13 + 7) % 64
+}
+
+/// `ldmatrix.x4` on a shared tile of 64 rows of 16 bytes, each lane naming a permuted row.
+#[islands]
+#[cube]
+pub fn ldmatrix_x4(src: &[Vector<i32, Const<4>>], #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 64]) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda if sm >= 80 => {
+            let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(64usize);
+            tile[UNIT_POS as usize] = src[UNIT_POS as usize];
+            sync_cube();
+            ldmatrix::x4::call(&tile, named_row(UNIT_POS), target)
+        },
+        default => {
+            let (w, lane) = (UNIT_POS / 32, UNIT_POS % 32);
+            let mut v = Vector::<i32, Const<4>>::empty();
+            #[unroll]
+            for j in 0..4u32 {
+                v.insert(j as usize, src[named_row(w * 32 + 8 * j + lane / 4) as usize].extract_dynamic((lane % 4) as usize));
+            }
+            v
+        },
+    }
+}
+
+/// Two groups of `cp.async` copies into a shared tile, waited for, then each unit reads a
+/// chunk another unit copied.
+#[islands]
+#[cube]
+pub fn cp_async_copy(src: &[Vector<i32, Const<4>>], #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 128]) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda if sm >= 80 => {
+            let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(128usize);
+            cp_async::copy16::call(&mut tile, UNIT_POS, src, (UNIT_POS * 37 + 5) % 128, target);
+            cp_async::commit::call(target);
+            cp_async::copy16::call(&mut tile, UNIT_POS + 64, src, ((UNIT_POS + 64) * 37 + 5) % 128, target);
+            cp_async::commit::call(target);
+            cp_async::wait::call(0u32, target);
+            sync_cube();
+            tile[((UNIT_POS + 17) % 128) as usize]
+        },
+        default => src[(((UNIT_POS + 17) % 128) * 37 + 5) as usize % 128],
     }
 }

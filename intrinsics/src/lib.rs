@@ -13,9 +13,12 @@
 island_runtime::ledger!();
 
 pub mod checks;
+pub mod cp_async;
 mod dot;
 pub mod exact;
+pub mod ldmatrix;
 pub mod mma;
+pub mod mma_sync;
 pub mod plane;
 pub mod portable;
 pub mod stream;

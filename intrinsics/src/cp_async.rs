@@ -1,0 +1,83 @@
+//! Asynchronous copies from global to shared memory: PTX `cp.async` (sm_80 and later), the
+//! loads of a multi-stage GEMM pipeline. A unit issues 16-byte copies, closes them into a group
+//! with [`commit`], and [`wait`]s until at most `pending` of its groups are still in flight;
+//! after the wait and a cube barrier the whole cube sees the copied bytes.
+//!
+//! Emulation: [`copy16`] copies at once, and [`commit`] and [`wait`] do nothing. That is one
+//! of the orders the hardware may take (a copy may complete any time between its issue and
+//! the wait), so a kernel that waits correctly computes the same bytes. A kernel that reads a
+//! stage before waiting for it may still pass on the CPU: the on-device checks (native against
+//! emulation, the GEMM against its plain-Rust reference) are what catch a missing wait.
+
+use island_runtime::intrinsic;
+
+/// `dst[dst_index] = src[src_index]`, 16 bytes, completing asynchronously. `dst` must be shared
+/// memory, `src` global.
+#[intrinsic(
+    name = "cp_async::copy16",
+    summary = "16 bytes from global to shared memory, completing asynchronously (sm_80+), visible after `wait` and a barrier",
+    check = crate::checks::cp_async_copy,
+    lowerings(cuda => "cp.async.cg.shared.global"),
+)]
+pub mod copy16 {
+    use cubecl::prelude::*;
+
+    /// The CUDA lowering: L2 only (`.cg`), the shared address converted from a generic one.
+    #[cube]
+    pub fn cuda(dst: &mut [Vector<i32, Const<4>>], dst_index: u32, src: &[Vector<i32, Const<4>>], src_index: u32) {
+        let to = dst.slice_mut(dst_index as usize, dst_index as usize + 1).as_mut_ptr();
+        let from = src.slice(src_index as usize, src_index as usize + 1).as_ptr();
+        gpu_asm!(
+            "{{ .reg .u64 a; .reg .u32 s; cvta.to.shared.u64 a, {}; cvt.u32.u64 s, a; cp.async.cg.shared.global [s], [{}], 16; }}",
+            in(_) to, in(_) from
+        );
+    }
+
+    /// The copy, at once.
+    #[cube]
+    pub fn emulate(dst: &mut [Vector<i32, Const<4>>], dst_index: u32, src: &[Vector<i32, Const<4>>], src_index: u32) {
+        dst[dst_index as usize] = src[src_index as usize];
+    }
+}
+
+/// Closes this unit's copies issued since the last commit into one group.
+#[intrinsic(
+    name = "cp_async::commit",
+    summary = "closes this unit's outstanding asynchronous copies into a group (sm_80+)",
+    check = crate::checks::cp_async_copy,
+    lowerings(cuda => "cp.async.commit_group"),
+)]
+pub mod commit {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda() {
+        gpu_asm!("cp.async.commit_group;");
+    }
+
+    /// Nothing: the emulated copies are complete already.
+    #[cube]
+    pub fn emulate() {}
+}
+
+/// Waits until at most `pending` of this unit's committed groups are in flight.
+#[intrinsic(
+    name = "cp_async::wait",
+    summary = "waits until at most `pending` of this unit's copy groups are in flight (sm_80+)",
+    check = crate::checks::cp_async_copy,
+    lowerings(cuda => "cp.async.wait_group"),
+)]
+pub mod wait {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda(#[comptime] pending: u32) {
+        gpu_asm!("cp.async.wait_group {};", const pending);
+    }
+
+    /// Nothing: the emulated copies are complete already.
+    #[cube]
+    pub fn emulate(#[comptime] pending: u32) {
+        let _ = pending;
+    }
+}
