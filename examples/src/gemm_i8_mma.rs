@@ -98,13 +98,12 @@ fn load_stage(
     }
 }
 
-/// Elements `first` and `first + 1` of `w`. Built here and returned by value: an inline-asm
-/// operand must be a value, and a local the caller mutates is held behind a pointer.
+/// Elements `first` and `first + 1` of `w` (a constant wherever the loop around is unrolled).
 #[cube]
-fn pair(w: Word, #[comptime] first: usize) -> Pair {
+fn pair(w: Word, first: u32) -> Pair {
     let mut p = Pair::empty();
-    p.insert(0usize, w.extract(first));
-    p.insert(1usize, w.extract(first + 1));
+    p.insert(0usize, w.extract_dynamic(first as usize));
+    p.insert(1usize, w.extract_dynamic(first as usize + 1));
     p
 }
 
@@ -142,6 +141,10 @@ fn block_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comp
     let a_chunk = lane / 16;
     let b_row = wn * comptime!(tiles_n * 8) + lane % 8 + 8 * (lane / 16);
     let b_chunk = (lane / 8) % 2;
+    // The `k` step is unrolled where the arm runs natively (fragments and accumulators in
+    // registers) and left rolled under emulation, where each unrolled copy of the emulated
+    // warp exchanges would only lengthen compilation, the same program either way.
+    let native = comptime!(target.is_native());
     for kt in 0..k_tiles {
         // Tile `kt` has landed once at most `stages - 2` groups are pending; the barrier also
         // retires the stage read in the previous step, which the next copies overwrite.
@@ -153,25 +156,25 @@ fn block_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comp
         }
         cp_async::commit::call(target);
         let stage = kt % stages;
-        #[unroll]
+        #[unroll(native)]
         for ks in 0..2u32 {
             let mut fa = Array::<Word>::new(tiles_m as usize);
-            #[unroll]
+            #[unroll(native)]
             for mt in 0..tiles_m {
                 let row = a_row + mt * 16;
                 fa[mt as usize] = ldmatrix::x4::call(&sa, stage * a_chunks + slot(row, ks * 2 + a_chunk), target);
             }
             let mut fb = Array::<Word>::new(comptime!(tiles_n as usize / 2));
-            #[unroll]
+            #[unroll(native)]
             for np in 0..comptime!(tiles_n / 2) {
                 let row = b_row + np * 16;
                 fb[np as usize] = ldmatrix::x4::call(&sb, stage * b_chunks + slot(row, ks * 2 + b_chunk), target);
             }
-            #[unroll]
+            #[unroll(native)]
             for mt in 0..tiles_m {
-                #[unroll]
+                #[unroll(native)]
                 for nt in 0..tiles_n {
-                    let b = pair(fb[(nt / 2) as usize], comptime!((nt % 2) as usize * 2));
+                    let b = pair(fb[(nt / 2) as usize], (nt % 2) * 2);
                     let i = (mt * tiles_n + nt) as usize;
                     acc[i] = mma_sync::m16n8k32_s8::call(fa[mt as usize], b, acc[i], target);
                 }
@@ -188,7 +191,7 @@ fn block_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comp
             for h in 0..2u32 {
                 let row = wm * comptime!(tiles_m * 16) + mt * 16 + lane / 4 + 8 * h;
                 let col = wn * comptime!(tiles_n * 8) + nt * 8 + 2 * (lane % 4);
-                c[((row * n + col) / 2) as usize] = pair(v, comptime!(2 * h as usize));
+                c[((row * n + col) / 2) as usize] = pair(v, 2 * h);
             }
         }
     }
