@@ -36,7 +36,7 @@
 //! Backend features: `cpu` (default), `cuda`, `vulkan`, `wgpu`, `hip`, `metal`; `spirv` adds the
 //! SPIR-V generator alone, for lowering checks of Vulkan arms (`vulkan` and `proofs` bring it).
 
-pub use island_intrinsics::{checks, dp4a, exact, mma, plane, portable, stream};
+pub use island_intrinsics::{checks, cp_async, dp4a, exact, ldmatrix, mma, mma_sync, plane, portable, stream};
 pub use island_runtime::*;
 pub use island_runtime::__private::cubecl;
 
@@ -46,7 +46,7 @@ pub use proofs;
 /// What a kernel with islands needs in scope: CubeCL's prelude (and `cubecl` itself, which
 /// `#[cube]` expands to), the island macros and tag, and the built-in intrinsics.
 pub mod prelude {
-    pub use island_intrinsics::{dp4a, exact, mma, plane, portable, stream};
+    pub use island_intrinsics::{cp_async, dp4a, exact, ldmatrix, mma, mma_sync, plane, portable, stream};
     pub use island_runtime::__private::cubecl::{self, prelude::*};
     pub use island_runtime::prelude::*;
 }
