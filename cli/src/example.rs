@@ -185,9 +185,8 @@ fn gemm_mma(client: &Client, cpu: &Client, m: usize, k: usize) -> Result<bool, S
     let device_default = run(client, m, n, Target::default_arms(client))?;
     let cpu_default = run(cpu, block, block, Target::for_client(cpu))?;
     let reference = gemm_i8_mma::reference(m, k, n, &a, &bt);
-    let top_left: Vec<i32> = (0..block).flat_map(|r| native[r * n..r * n + block].to_vec()).collect();
     let bits = |v: i32| v as u32 as u64;
-    let mut ok = same("native arms vs CPU runtime `default` (top-left block)", &top_left, &cpu_default, bits);
+    let mut ok = same("native arms vs CPU runtime `default` (top-left block)", &gemm_i8_mma::top_left(&native, n), &cpu_default, bits);
     ok &= same("native arms vs plain-Rust reference (whole output)", &native, &reference, bits);
     ok &= same("device `default` vs native arms", &device_default, &native, bits);
     Ok(ok)

@@ -45,9 +45,12 @@ impl Config {
     pub const fn units(&self) -> u32 {
         self.warps_m * self.warps_n * 32
     }
-    /// Shared memory per cube, in bytes.
-    pub const fn shared_bytes(&self) -> u32 {
-        self.stages * (self.block_m() + self.block_n()) * STAGE_K
+    /// 16-byte chunks of `a` and of `bᵀ` in one stage.
+    pub const fn a_stage_chunks(&self) -> u32 {
+        self.block_m() * STAGE_K / 16
+    }
+    pub const fn b_stage_chunks(&self) -> u32 {
+        self.block_n() * STAGE_K / 16
     }
 }
 
@@ -82,8 +85,8 @@ fn load_stage(
 ) {
     let kc = comptime!(k / 16);
     let units = comptime!(cfg.units());
-    let a_chunks = comptime!(cfg.block_m() * 4);
-    let b_chunks = comptime!(cfg.block_n() * 4);
+    let a_chunks = comptime!(cfg.a_stage_chunks());
+    let b_chunks = comptime!(cfg.b_stage_chunks());
     #[unroll]
     for i in 0..comptime!(a_chunks / units) {
         let idx = UNIT_POS + i * units;
@@ -114,8 +117,8 @@ fn block_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comp
     let k_tiles = comptime!(k / STAGE_K);
     let stages = comptime!(cfg.stages);
     let (tiles_m, tiles_n) = comptime!((cfg.tiles_m, cfg.tiles_n));
-    let a_chunks = comptime!(cfg.block_m() * 4);
-    let b_chunks = comptime!(cfg.block_n() * 4);
+    let a_chunks = comptime!(cfg.a_stage_chunks());
+    let b_chunks = comptime!(cfg.b_stage_chunks());
     let mut sa = Shared::<[Word]>::new_slice(comptime!((stages * a_chunks) as usize));
     let mut sb = Shared::<[Word]>::new_slice(comptime!((stages * b_chunks) as usize));
     let warp = UNIT_POS / 32;
@@ -271,6 +274,13 @@ pub unsafe fn launch(
             target,
         );
     }
+}
+
+/// The top-left `CONFIG.block_m()` square of an `m×n` output: what a CPU run of the kernel on
+/// the first block of rows of `a` and of `bᵀ` computes.
+pub fn top_left(c: &[i32], n: usize) -> Vec<i32> {
+    let block = CONFIG.block_m() as usize;
+    (0..block).flat_map(|r| c[r * n..r * n + block].to_vec()).collect()
 }
 
 /// The plain-Rust reference: `bt` is `b` column-major. Rows are split over the host's cores.

@@ -23,6 +23,9 @@ pub mod copy16 {
     use cubecl::prelude::*;
 
     /// The CUDA lowering: L2 only (`.cg`), the shared address converted from a generic one.
+    /// The conversion (`cvta.to.shared`) sits in the same asm statement as the instruction, as in
+    /// the other shared-memory lowering: CubeCL 0.11 hands an asm output to a later asm statement
+    /// as its local's address, so it cannot be a helper of its own.
     #[cube]
     pub fn cuda(dst: &mut [Vector<i32, Const<4>>], dst_index: u32, src: &[Vector<i32, Const<4>>], src_index: u32) {
         let to = dst.slice_mut(dst_index as usize, dst_index as usize + 1).as_mut_ptr();

@@ -28,6 +28,9 @@ pub mod x4 {
 
     /// The CUDA lowering: the row's generic address converted to a shared-window one. `tile`
     /// must be shared memory.
+    /// The conversion (`cvta.to.shared`) sits in the same asm statement as the instruction, as in
+    /// the other shared-memory lowering: CubeCL 0.11 hands an asm output to a later asm statement
+    /// as its local's address, so it cannot be a helper of its own.
     #[cube]
     pub fn cuda(tile: &[Vector<i32, Const<4>>], row: u32) -> Vector<i32, Const<4>> {
         let ptr = tile.slice(row as usize, row as usize + 1).as_ptr();

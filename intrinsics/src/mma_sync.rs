@@ -55,7 +55,8 @@ pub mod m16n8k32_s8 {
         d
     }
 
-    /// The warp's fragments gathered, each lane's four outputs summed in `k` order.
+    /// The warp's fragments gathered, each lane's four outputs summed in `k` order, word by
+    /// word with [`crate::dp4a`]'s emulation.
     #[cube]
     pub fn emulate(a: Vector<i32, Const<4>>, b: Vector<i32, Const<2>>, c: Vector<i32, Const<4>>) -> Vector<i32, Const<4>> {
         let lanes_a = emulation::gather::<Vector<i32, Const<4>>>(a, WARP);
@@ -68,21 +69,16 @@ pub mod m16n8k32_s8 {
             let row = g + 8 * (r as u32 / 2);
             let col = 2 * t + r as u32 % 2;
             let mut sum = c.extract(r);
-            for k in 0..32u32 {
-                // a(row, k): lane 4·(row % 8) + (k % 16) / 4, register (row / 8) + 2·(k / 16).
-                let a_word = lanes_a[(4 * (row % 8) + (k % 16) / 4) as usize].extract_dynamic(((row / 8) + 2 * (k / 16)) as usize);
-                // b(k, col): lane 4·col + (k % 16) / 4, register k / 16.
-                let b_word = lanes_b[(4 * col + (k % 16) / 4) as usize].extract_dynamic((k / 16) as usize);
-                sum += byte(a_word, k % 4) * byte(b_word, k % 4);
+            // Words in `k` order: word `w` holds k = 4w … 4w + 3, in a's register
+            // (row / 8) + 2·(w / 4) of lane 4·(row % 8) + w % 4, and in b's register w / 4 of
+            // lane 4·col + w % 4.
+            for w in 0..8u32 {
+                let a_word = lanes_a[(4 * (row % 8) + w % 4) as usize].extract_dynamic(((row / 8) + 2 * (w / 4)) as usize);
+                let b_word = lanes_b[(4 * col + w % 4) as usize].extract_dynamic((w / 4) as usize);
+                sum = crate::dp4a::emulate(a_word, b_word, sum);
             }
             d.insert(r, sum);
         }
         d
-    }
-
-    /// Signed byte `i` of `word`, sign-extended.
-    #[cube]
-    fn byte(word: i32, i: u32) -> i32 {
-        (word << (24 - 8 * i as i32)) >> 24
     }
 }
