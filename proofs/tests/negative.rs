@@ -4,7 +4,7 @@
 
 use half::f16;
 use cubecl::prelude::*;
-use island_intrinsics::{dp4a, mma, plane, portable};
+use island_intrinsics::{dp4a, mma, mma_sync, plane, portable};
 use island_runtime::prelude::*;
 
 /// A dp4a arm that forgets to sign-extend the bytes it unpacks.
@@ -64,6 +64,47 @@ pub fn transposed_tile(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] target: Ta
         proof(a: &[i8; 256], b: &[i8; 256], c: &mut [i32; 256]), cube_dim = 32;
         cuda if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8::call(a, 16u32, b, 16u32, mma::Layout::ColMajor, c, 16u32, 1u32, target),
         default => gemm_tile_scalar(a, b, c),
+    }
+}
+
+/// An `mma.sync` arm that loads `b`'s fragment with its two registers swapped (the two 16-byte
+/// halves of `k`): the warp-fragment layout slip the PTX tables invite.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn swapped_b_fragment(a: &[i32], b: &[i32], c: &mut [i32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[i32; 128], b: &[i32; 64], c: &mut [i32; 128]), cube_dim = 32;
+        cuda if sm >= 80 => {
+            let (g, t) = (UNIT_POS / 4, UNIT_POS % 4);
+            let mut fa = Vector::<i32, Const<4>>::empty();
+            let mut fc = Vector::<i32, Const<4>>::empty();
+            #[unroll]
+            for r in 0..4u32 {
+                fa.insert(r as usize, a[((g + 8 * (r % 2)) * 8 + 4 * (r / 2) + t) as usize]);
+                fc.insert(r as usize, c[((g + 8 * (r / 2)) * 8 + 2 * t + r % 2) as usize]);
+            }
+            let mut fb = Vector::<i32, Const<2>>::empty();
+            #[unroll]
+            for r in 0..2u32 {
+                fb.insert(r as usize, b[(g * 8 + 4 * (1 - r) + t) as usize]);
+            }
+            let d = mma_sync::m16n8k32_s8::call(fa, fb, fc, target);
+            #[unroll]
+            for r in 0..4u32 {
+                c[((g + 8 * (r / 2)) * 8 + 2 * t + r % 2) as usize] = d.extract(r as usize);
+            }
+        },
+        default => {
+            #[unroll]
+            for j in 0..4u32 {
+                let e = UNIT_POS * 4 + j;
+                let mut sum = c[e as usize];
+                for w in 0..8u32 {
+                    sum = portable::dot4_i8(a[(e / 8 * 8 + w) as usize], b[(e % 8 * 8 + w) as usize], sum);
+                }
+                c[e as usize] = sum;
+            }
+        },
     }
 }
 
