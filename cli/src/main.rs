@@ -202,6 +202,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Warnings and errors of the SDK (an arm a device cannot run exactly, a ledger problem) show
+    // on standard error; `RUST_LOG=info` shows more.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // Settings every launch would consult: a wrong one is refused here, before any work.
+    if let Err(e) = island_runtime::policy::settings() {
+        eprintln!("islands: {e}");
+        return ExitCode::from(2);
+    }
     match Cli::parse().command {
         Command::List { json } => list(json),
         Command::Prove { runtime, json, lanes, depth, seed, allow_unproven, filter } => {

@@ -15,6 +15,7 @@ use island_runtime::intrinsic;
 /// memory, `src` global.
 #[intrinsic(
     name = "cp_async::copy16",
+    semantics = defined,
     summary = "16 bytes from global to shared memory, completing asynchronously (sm_80+), visible after `wait` and a barrier",
     check = crate::checks::cp_async_copy,
     lowerings(cuda => "cp.async.cg.shared.global"),
@@ -46,6 +47,7 @@ pub mod copy16 {
 /// Closes this unit's copies issued since the last commit into one group.
 #[intrinsic(
     name = "cp_async::commit",
+    semantics = defined,
     summary = "closes this unit's outstanding asynchronous copies into a group (sm_80+)",
     check = crate::checks::cp_async_copy,
     lowerings(cuda => "cp.async.commit_group"),
@@ -66,6 +68,7 @@ pub mod commit {
 /// Waits until at most `pending` of this unit's committed groups are in flight.
 #[intrinsic(
     name = "cp_async::wait",
+    semantics = defined,
     summary = "waits until at most `pending` of this unit's copy groups are in flight (sm_80+)",
     check = crate::checks::cp_async_copy,
     lowerings(cuda => "cp.async.wait_group"),

@@ -12,6 +12,7 @@ use island_runtime::intrinsic;
 /// (byte 0 = least significant), wrapping at 32 bits.
 #[intrinsic(
     name = "dp4a",
+    semantics = defined,
     summary = "c + Σ a[i]·b[i] over four packed signed bytes, wrapping i32",
     check = crate::checks::dp4a,
     lowerings(cuda if dp4a => "__dp4a(", vulkan if dp4a => "OpSDot"),

@@ -43,6 +43,7 @@ pub fn sqrt(x: f32, #[comptime] target: Target) -> f32 {
 /// CUDA's `/` on f32: `div.rn.f32` without fast math.
 #[intrinsic(
     name = "exact::div<f32>",
+    semantics = defined,
     summary = "a / b in binary32, correctly rounded (CUDA's `/` without fast math is div.rn.f32)",
     check = div,
     lowerings(cuda => " / "),
@@ -65,6 +66,7 @@ pub mod ieee_div {
 /// CUDA's `sqrt` on f32: `sqrt.rn.f32` without fast math.
 #[intrinsic(
     name = "exact::sqrt<f32>",
+    semantics = defined,
     summary = "sqrt(x) in binary32, correctly rounded (CUDA's `sqrt` without fast math is sqrt.rn.f32)",
     check = sqrt,
     lowerings(cuda => "sqrt("),

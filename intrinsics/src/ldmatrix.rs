@@ -17,6 +17,7 @@ use island_runtime::intrinsic;
 /// lane's four fragment registers.
 #[intrinsic(
     name = "ldmatrix::x4",
+    semantics = defined,
     summary = "four 8×8 b16 matrices from shared memory into per-lane fragments, one warp, each lane naming one 16-byte row (sm_75+)",
     check = crate::checks::ldmatrix_x4,
     lowerings(cuda => "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),

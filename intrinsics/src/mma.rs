@@ -57,6 +57,7 @@ impl Layout {
 /// 16×16 row-major with stride `ldc`. Exact on every backend (wrapping integer sums).
 #[intrinsic(
     name = "mma::tile_i8",
+    semantics = defined,
     summary = "16×16 i32 tile += 16×k i8 · k×16 i8, one plane",
     check = crate::checks::mma_i8,
     lowerings(cuda => "wmma::mma_sync", hip => "rocwmma::mma_sync"),
@@ -107,6 +108,7 @@ pub mod tile_i8 {
 /// result may differ from in the last bits: there the contract is a tolerance.
 #[intrinsic(
     name = "mma::tile_f16",
+    semantics = device_defined("the order and internal precision of tensor-core float accumulation"),
     summary = "16×16 f32 tile += 16×k f16 · k×16 f16, one plane (bit-exact on sm_90's measured model, a tolerance elsewhere)",
     check = crate::checks::mma_f16,
     lowerings(cuda => "wmma::mma_sync"),

@@ -28,6 +28,7 @@ pub const WARP: u32 = 32;
 /// `a · b + c` on one 16×8×32 tile, from and to this lane's fragments (layout above).
 #[intrinsic(
     name = "mma_sync::m16n8k32<s8>",
+    semantics = defined,
     summary = "16×8 s32 tile = 16×32 s8 · 32×8 s8 + c, on per-lane register fragments, one warp (sm_80+)",
     check = crate::checks::mma_sync_m16n8k32,
     lowerings(cuda => "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),

@@ -20,6 +20,7 @@ pub fn lane(#[comptime] target: Target) -> u32 {
 /// The sum over the plane; every lane receives it.
 #[intrinsic(
     name = "plane::sum",
+    semantics = float_device_defined("the order of a float subgroup reduction and its handling of subnormals and signed zeros"),
     summary = "sum over the plane in butterfly order (xor 1, 2, 4, …), every lane receives it; f32 or wrapping i32",
     check = [crate::checks::plane_sum_f32_w8, crate::checks::plane_sum_f32_w32, crate::checks::plane_sum_f32_w64, crate::checks::plane_sum_i32_w32],
     lowerings(
@@ -49,6 +50,7 @@ pub mod sum {
 /// The maximum over the plane; every lane receives it.
 #[intrinsic(
     name = "plane::max",
+    semantics = float_device_defined("a float subgroup maximum's handling of NaNs, subnormals and signed zeros"),
     summary = "maximum over the plane, every lane receives it",
     check = [crate::checks::plane_max_f32_w8, crate::checks::plane_max_f32_w32],
     lowerings(cuda => "__shfl_xor_sync", vulkan => "OpGroupNonUniformFMax"),
@@ -74,6 +76,7 @@ pub mod max {
 /// group's values, gathered in one exchange.
 #[intrinsic(
     name = "plane::group_max",
+    semantics = float_device_defined("a float subgroup maximum's handling of NaNs, subnormals and signed zeros"),
     summary = "maximum over each aligned group of lanes (8 in the check), every lane of the group receives it",
     check = crate::checks::group_max_f32_g8,
     lowerings(
@@ -108,6 +111,7 @@ pub mod group_max {
 /// The value held by lane `lane ^ mask` (mask below the plane width).
 #[intrinsic(
     name = "plane::shuffle_xor",
+    semantics = defined,
     summary = "the value of lane `lane ^ mask`",
     check = [crate::checks::shuffle_xor_w8, crate::checks::shuffle_xor_w32],
     lowerings(
@@ -135,6 +139,7 @@ pub mod shuffle_xor {
 /// The value held by lane `source` (a constant) of this plane.
 #[intrinsic(
     name = "plane::broadcast",
+    semantics = defined,
     summary = "the value of a given lane",
     check = [crate::checks::broadcast_w8, crate::checks::broadcast_w32],
     lowerings(cuda => "__shfl_sync", vulkan => "OpGroupNonUniformBroadcast"),

@@ -14,6 +14,7 @@ use island_runtime::intrinsic;
 /// `src[index]`, loaded without allocating in L1 where the target is a CUDA device.
 #[intrinsic(
     name = "stream::load<i32>",
+    semantics = defined,
     summary = "a read-only load that does not allocate in L1 (data read once)",
     check = crate::checks::stream_load,
     lowerings(cuda => "ld.global.nc.L1::no_allocate.b32"),
@@ -41,6 +42,7 @@ pub mod load {
 /// CUDA device.
 #[intrinsic(
     name = "stream::load<i32x4>",
+    semantics = defined,
     summary = "a read-only 16-byte load that does not allocate in L1 (data read once)",
     check = crate::checks::stream_load_x4,
     lowerings(cuda => "ld.global.nc.L1::no_allocate.v4.b32"),

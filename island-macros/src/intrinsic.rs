@@ -22,6 +22,53 @@ struct Args {
     summary: LitStr,
     checks: Vec<Path>,
     lowerings: Vec<Row>,
+    semantics: Option<SemanticsArg>,
+}
+
+/// `semantics = defined`, `float_device_defined("…")` or `device_defined("…")`.
+struct SemanticsArg {
+    keyword: Ident,
+    what: Option<LitStr>,
+}
+
+impl Parse for SemanticsArg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let keyword: Ident = input.parse()?;
+        let what = match keyword.to_string().as_str() {
+            "defined" => None,
+            "float_device_defined" | "device_defined" => {
+                let content;
+                parenthesized!(content in input);
+                Some(content.parse::<LitStr>()?)
+            }
+            other => {
+                return Err(syn::Error::new(
+                    keyword.span(),
+                    format!("unknown semantic class `{other}`; expected {SEMANTICS}"),
+                ));
+            }
+        };
+        Ok(SemanticsArg { keyword, what })
+    }
+}
+
+/// The classes `semantics = …` accepts.
+pub const SEMANTICS: &str = "defined, float_device_defined(\"what the device decides\") or device_defined(\"…\")";
+
+impl SemanticsArg {
+    /// The runtime's `Semantics` value. An intrinsic that declares none is device-defined: its
+    /// arms then need a record of the device before they run there.
+    fn tokens(this: Option<&SemanticsArg>) -> TokenStream {
+        let rt = crate::paths::runtime();
+        match this {
+            None => quote!(#rt::Semantics::DeviceDefined("the intrinsic declares no semantic class")),
+            Some(SemanticsArg { keyword, what: None }) if keyword == "defined" => quote!(#rt::Semantics::Defined),
+            Some(SemanticsArg { keyword, what: Some(what) }) if keyword == "float_device_defined" => {
+                quote!(#rt::Semantics::FloatDeviceDefined(#what))
+            }
+            Some(SemanticsArg { what, .. }) => quote!(#rt::Semantics::DeviceDefined(#what)),
+        }
+    }
 }
 
 /// `vulkan if dp4a => "OpSDot"`.
@@ -54,11 +101,11 @@ impl Parse for Row {
 }
 
 /// The options `#[intrinsic(…)]` accepts.
-pub const OPTIONS: &str = "name = \"…\", summary = \"…\", check = path (or [path, …]) and lowerings(…)";
+pub const OPTIONS: &str = "name = \"…\", summary = \"…\", check = path (or [path, …]), semantics = … and lowerings(…)";
 
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let (mut name, mut summary, mut checks, mut lowerings) = (None, None, None, None);
+        let (mut name, mut summary, mut checks, mut lowerings, mut semantics) = (None, None, None, None, None);
         while !input.is_empty() {
             let key: Ident = input.parse()?;
             match key.to_string().as_str() {
@@ -79,6 +126,10 @@ impl Parse for Args {
                     } else {
                         vec![input.parse::<Path>()?]
                     });
+                }
+                "semantics" => {
+                    input.parse::<Token![=]>()?;
+                    semantics = Some(input.parse::<SemanticsArg>()?);
                 }
                 "lowerings" => {
                     let content;
@@ -103,6 +154,7 @@ impl Parse for Args {
             summary: summary.ok_or_else(|| missing("summary = \"…\""))?,
             checks,
             lowerings: lowerings.unwrap_or_default(),
+            semantics,
         })
     }
 }
@@ -126,7 +178,7 @@ fn with_emulated_call(item: TokenStream) -> TokenStream {
     let Some((_, items)) = &mut module.content else { return item };
     let functions = functions_of(items);
     let Some(emulate) = functions.iter().find(|f| f.sig.ident == "emulate") else { return item };
-    let args = Args { name: LitStr::new("?", Span::call_site()), summary: LitStr::new("", Span::call_site()), checks: Vec::new(), lowerings: Vec::new() };
+    let args = Args { name: LitStr::new("?", Span::call_site()), summary: LitStr::new("", Span::call_site()), checks: Vec::new(), lowerings: Vec::new(), semantics: None };
     match dispatcher(emulate, &functions, &args).and_then(|call| syn::parse2::<Item>(call)) {
         Ok(call) => {
             items.push(call);
@@ -233,6 +285,7 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     });
     let check_path = args.checks.iter().map(|p| quote!(#p).to_string().replace(' ', "")).collect::<Vec<_>>().join(", ");
     let (name, summary) = (&args.name, &args.summary);
+    let semantics = SemanticsArg::tokens(args.semantics.as_ref());
     let unique = format_ident!(
         "INTRINSIC_NAMED_{}_IS_DEFINED_ONCE",
         intrinsic.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect::<String>(),
@@ -252,6 +305,7 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
                 name: #name,
                 krate: env!("CARGO_PKG_NAME"),
                 summary: #summary,
+                semantics: #semantics,
                 lowerings: &[#(#rows),*],
                 check: &[#(#check_sites),*],
                 check_path: #check_path,
@@ -324,6 +378,18 @@ fn dispatcher(emulate: &ItemFn, functions: &[ItemFn], args: &Args) -> syn::Resul
         comptime!(#rt::intrinsic::note_emulated(#name, &#tag));
         #emulated
     }};
+    let semantics = SemanticsArg::tokens(args.semantics.as_ref());
+    // The operand types an intrinsic's semantic class may depend on (float or not): its type
+    // arguments as instantiated, and its parameters' types as written.
+    let written = params.iter().filter_map(|p| match p {
+        FnArg::Typed(pt) if !crate::ast::is_target_type(&pt.ty) => {
+            let ty = &pt.ty;
+            Some(quote!(stringify!(#ty)))
+        }
+        _ => None,
+    });
+    let operand_types = generics.iter().map(|t| quote!(::core::any::type_name::<#t>())).chain(written).collect::<Vec<_>>();
+    let note_native = quote!(comptime!(#rt::semantics::note_native(#name, #semantics, &[#(#operand_types),*]));) ;
     let mut seen: Vec<Backend> = Vec::new();
     let mut branches = Vec::new();
     for row in &args.lowerings {
@@ -337,6 +403,7 @@ fn dispatcher(emulate: &ItemFn, functions: &[ItemFn], args: &Args) -> syn::Resul
     for (variant, native) in branches.into_iter().rev() {
         body = quote! {
             if comptime!(#tag.native_on(#rt::Backend::#variant)) {
+                #note_native
                 #native
             } else {
                 #body

@@ -6,12 +6,11 @@
 //! kernel-only bench, and the gate must be able to say no. `islands gate` runs both halves on
 //! the present device and writes one [`Record`] per arm; the records live in `ledger.json`
 //! beside the crate that owns the islands, are reviewed in pull requests, and are embedded in
-//! the crate at build time ([`crate::ledger!`]) so a launch can consult them.
+//! the crate at build time ([`crate::ledger!`]) so a launch can consult them (`crate::policy`).
 
 use crate::fingerprint::Fingerprint;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// The speed gate's default threshold: the arm must run at ≥ 97 % of `default`'s speed.
 pub const DEFAULT_THRESHOLD: f64 = 0.97;
@@ -166,6 +165,15 @@ impl Record {
         (&self.island, &self.arm, &self.device)
     }
 
+    /// Whether the bit-exact half of the gate passed on the record's device: the CPU proof under
+    /// its profile and native conformance held bit for bit, and the device's code has the table's
+    /// instruction. A record left `unverified` only because no timing was taken has it.
+    pub fn exact_half_passed(&self) -> bool {
+        let proof = matches!(self.proof.verdict.as_str(), "proven" | "device evidence only");
+        let exact = self.proof.contract.is_empty() || self.proof.contract.starts_with("bit-exact");
+        proof && exact && self.conformance.verdict == "proven" && self.conformance.native && !self.conformance.instructions.is_empty()
+    }
+
     /// One line for logs: the decision and its figure.
     pub fn why(&self) -> String {
         match (self.decision, &self.speed) {
@@ -258,157 +266,39 @@ pub fn embedded() -> Vec<&'static Embedded> {
     all
 }
 
-/// The records launches consult, read once: every embedded ledger, then the files listed in
+/// Why the ledger a process consults could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerError {
+    #[error("the ledger of `{krate}` ({path}) does not parse: {reason}")]
+    Embedded { krate: &'static str, path: &'static str, reason: String },
+    #[error("ISLANDS_LEDGER names `{path}`, which cannot be read: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("ISLANDS_LEDGER names `{path}`, which does not parse as a ledger: {reason}")]
+    Malformed { path: String, reason: String },
+}
+
+/// The records launches consult: every embedded ledger, then the files listed in
 /// `ISLANDS_LEDGER` (separated by `:`), whose records replace embedded ones of the same island,
 /// arm and device (a deployment's own gate results, without a rebuild). A ledger that cannot be
-/// read or parsed is reported once and contributes nothing.
-pub fn records() -> &'static [Record] {
-    static ALL: OnceLock<Vec<Record>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        let mut all = Ledger::default();
-        for e in embedded() {
-            match Ledger::parse(e.text) {
-                Ok(l) => l.records.into_iter().for_each(|r| all.upsert(r)),
-                Err(err) => log::error!("islands: the ledger of `{}` ({}) does not parse, ignored: {err}", e.krate, e.path),
-            }
-        }
-        for path in std::env::var("ISLANDS_LEDGER").unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
-            match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| Ledger::parse(&t)) {
-                Ok(l) => l.records.into_iter().for_each(|r| all.upsert(r)),
-                Err(err) => log::error!("islands: ISLANDS_LEDGER file `{path}` ignored: {err}"),
-            }
-        }
-        all.records
-    })
+/// read or parsed is an error: its records may be the ones that decline an arm.
+pub fn load(ledger_paths: Option<&str>) -> Result<Vec<Record>, LedgerError> {
+    let mut all = Ledger::default();
+    for e in embedded() {
+        let l = Ledger::parse(e.text).map_err(|reason| LedgerError::Embedded { krate: e.krate, path: e.path, reason })?;
+        l.records.into_iter().for_each(|r| all.upsert(r));
+    }
+    for path in ledger_paths.unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
+        let text = std::fs::read_to_string(path).map_err(|e| LedgerError::Unreadable { path: path.into(), reason: e.to_string() })?;
+        let l = Ledger::parse(&text).map_err(|reason| LedgerError::Malformed { path: path.into(), reason })?;
+        l.records.into_iter().for_each(|r| all.upsert(r));
+    }
+    Ok(all.records)
 }
 
-/// How a launch consults the ledger (`ISLANDS_POLICY`, read once per process).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Policy {
-    /// The default. An arm whose record on this device is failed or declined is not taken;
-    /// `default` runs, logged once with the reason. Arms without a record run: their CPU proof
-    /// holds, and a device nobody has gated keeps its acceleration.
-    Trust,
-    /// Only arms with a `flipped` record on this device run; every other island takes `default`.
-    Strict,
-    /// The ledger is not consulted: every arm whose guard holds runs.
-    Off,
-}
-
-impl Policy {
-    pub fn parse(s: &str) -> Option<Policy> {
-        match s {
-            "trust" => Some(Policy::Trust),
-            "strict" => Some(Policy::Strict),
-            "off" => Some(Policy::Off),
-            _ => None,
-        }
-    }
-
-    /// `ISLANDS_POLICY`, read once; unset means [`Policy::Trust`]. A value that is no policy is
-    /// logged as an error once and also means `trust`, the documented default.
-    pub fn current() -> Policy {
-        static POLICY: OnceLock<Policy> = OnceLock::new();
-        *POLICY.get_or_init(|| match std::env::var("ISLANDS_POLICY") {
-            Err(_) => Policy::Trust,
-            Ok(s) if s.trim().is_empty() => Policy::Trust,
-            Ok(s) => Policy::parse(s.trim()).unwrap_or_else(|| {
-                log::error!("islands: ISLANDS_POLICY=`{s}` is not trust, strict or off; using trust");
-                Policy::Trust
-            }),
-        })
-    }
-}
-
-impl fmt::Display for Policy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Policy::Trust => "trust",
-            Policy::Strict => "strict",
-            Policy::Off => "off",
-        })
-    }
-}
-
-/// What the ledger says about (`island`, `arm`) on `device` under `policy`: `None` when the
-/// arm may run, otherwise why `default` runs instead.
-pub fn veto(records: &[Record], policy: Policy, island: &str, arm: &str, device: &Fingerprint) -> Option<String> {
-    if policy == Policy::Off {
-        return None;
-    }
-    let record = records.iter().find(|r| r.island == island && r.arm == arm && r.device.matches(device));
-    match (policy, record) {
-        (_, Some(r)) if r.decision.selects_arm() => None,
-        (_, Some(r)) if r.decision != Decision::Unverified => Some(format!("the ledger's record on this device: {}", r.why())),
-        (Policy::Strict, Some(r)) => Some(format!("strict policy, and the record on this device is {}", r.why())),
-        (Policy::Strict, None) => Some("strict policy, and the ledger has no record of this arm on this device".into()),
-        _ => None,
-    }
-}
-
-/// The ledger as a launch on one device sees it: that device's records and the policy.
-#[derive(Debug)]
-pub struct DeviceLedger {
-    pub device: Fingerprint,
-    pub policy: Policy,
-    pub records: Vec<Record>,
-}
-
-impl DeviceLedger {
-    /// A view for tests and tools: `device` as if present, with `records` and `policy`.
-    pub fn leak(device: Fingerprint, policy: Policy, records: Vec<Record>) -> &'static DeviceLedger {
-        let records = records.into_iter().filter(|r| r.device.matches(&device)).collect();
-        Box::leak(Box::new(DeviceLedger { device, policy, records }))
-    }
-
-    /// The view of the device behind `client` under [`Policy::current`], computed once per
-    /// device. `None` when the ledger cannot change a selection there (policy `off`, or `trust`
-    /// and no record of this device), so such launches carry the same tag as without a ledger.
-    pub fn of_client(client: &cubecl::prelude::Client) -> Option<&'static DeviceLedger> {
-        let policy = Policy::current();
-        if policy == Policy::Off || (policy == Policy::Trust && records().is_empty()) {
-            return None;
-        }
-        type Seen = Vec<((&'static str, String, String), Option<&'static DeviceLedger>)>;
-        static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
-        let props = client.properties();
-        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, view)) = seen
-            .iter()
-            .find(|((rt, name, id), _)| *rt == client.name() && *name == props.identity.name && *id == props.identity.fingerprint)
-        {
-            return *view;
-        }
-        let view = Fingerprint::of_client(client).and_then(|device| {
-            let mine: Vec<Record> = records().iter().filter(|r| r.device.matches(&device)).cloned().collect();
-            (policy == Policy::Strict || !mine.is_empty()).then(|| DeviceLedger::leak(device, policy, mine))
-        });
-        seen.push(((client.name(), props.identity.name.clone(), props.identity.fingerprint.clone()), view));
-        view
-    }
-
-    /// Why `default` runs instead of (`island`, `arm`) here, if it does.
-    pub fn veto(&self, island: &str, arm: &str) -> Option<String> {
-        veto(&self.records, self.policy, island, arm, &self.device)
-    }
-}
-
-/// The messages [`log_once`] has logged, in order (what a launch said about the ledger).
-pub fn logged() -> Vec<String> {
-    LOGGED.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, m)| m.clone()).collect()
-}
-
-static LOGGED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
-
-/// Logs `message` for `key` once per process.
-pub fn log_once(key: String, message: impl FnOnce() -> String) {
-    let mut seen = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
-    if !seen.iter().any(|(k, _)| *k == key) {
-        let message = message();
-        log::warn!("{message}");
-        seen.push((key, message));
-    }
+/// [`load`] with this process's `ISLANDS_LEDGER`, once.
+pub fn records() -> Result<&'static [Record], &'static LedgerError> {
+    static ALL: OnceLock<Result<Vec<Record>, LedgerError>> = OnceLock::new();
+    ALL.get_or_init(|| load(std::env::var("ISLANDS_LEDGER").ok().as_deref())).as_ref().map(Vec::as_slice)
 }
 
 #[cfg(test)]
@@ -448,20 +338,6 @@ mod tests {
             date: "2026-12-01".into(),
             sdk: "0.1.0".into(),
         }
-    }
-
-    #[test]
-    fn policies_decide_from_the_record_of_this_device_only() {
-        let declined = [record(Decision::DeclinedSlow)];
-        let flipped = [record(Decision::Flipped)];
-        let other = Fingerprint { driver: "nvidia 575".into(), ..device() };
-        assert!(veto(&declined, Policy::Trust, "k#0", "cuda", &device()).unwrap().contains("0.500×"));
-        assert_eq!(veto(&declined, Policy::Off, "k#0", "cuda", &device()), None);
-        assert_eq!(veto(&declined, Policy::Trust, "k#0", "cuda", &other), None, "another driver: no record");
-        assert!(veto(&declined, Policy::Strict, "k#0", "cuda", &other).is_some());
-        assert_eq!(veto(&flipped, Policy::Strict, "k#0", "cuda", &device()), None);
-        assert!(veto(&[record(Decision::Failed)], Policy::Trust, "k#0", "cuda", &device()).is_some());
-        assert_eq!(veto(&[record(Decision::Unverified)], Policy::Trust, "k#0", "cuda", &device()), None);
     }
 
     #[test]

@@ -26,23 +26,27 @@ pub mod contract;
 pub mod device;
 pub mod divergence;
 pub mod emulation;
+pub mod evidence;
 pub mod fingerprint;
 pub mod gate;
 pub mod intrinsic;
+pub mod launch;
 pub mod ledger;
 pub mod lifted;
 pub mod lowering;
+pub mod policy;
 pub mod proof;
 pub mod readback;
 pub mod registry;
 pub mod report;
 pub mod runtimes;
+pub mod semantics;
 pub mod target;
 pub mod value;
 
 /// The vocabulary ([`island_vocab`]): backends, element kinds, capabilities, profiles, sites.
 pub use island_vocab::{self as vocab, backend, capability, elem, expect, mma, profile, site};
-pub use island_vocab::{ArmSpec, Atom, Backend, CAPABILITIES, Capability, Cmp, Elem, Executor, Expect, Guard, Mma, Profile, Site};
+pub use island_vocab::{ArmSpec, Atom, Backend, CAPABILITIES, Capability, Cmp, Elem, Executor, Expect, Guard, Mma, Profile, Semantics, Site};
 
 pub use contract::Contract;
 pub use fingerprint::Fingerprint;

@@ -233,6 +233,12 @@ fn compile(
     codegen: Codegen,
     host: &Client,
 ) -> Result<String, String> {
+    codegen.compile(define(lifted, target, device, host)?, profile)
+}
+
+/// `lifted` expanded with `target` for a device of `device`'s properties (`host` lends
+/// buffers to describe the arguments; nothing runs).
+pub fn define(lifted: &'static Lifted, target: Target, device: Arc<DeviceProperties>, host: &Client) -> crate::lifted::Definition {
     let cubes = 1;
     let lanes = lifted.cube_dim as usize;
     let mut buffers: Vec<(cubecl::server::Handle, usize)> = lifted
@@ -250,8 +256,7 @@ fn compile(
         buffers.push((host.empty(lanes * size), lanes));
     }
     let args = LaunchArgs { client: host, cubes, cube_dim: lifted.cube_dim, buffers, target };
-    let definition = (lifted.define)(&args, device, Arc::new(Default::default()))?;
-    codegen.compile(definition, profile)
+    (lifted.define)(&args, device, Arc::new(Default::default()))
 }
 
 /// A reference profile of `backend` that `entry`'s guard (and `requires`) admits.

@@ -8,7 +8,7 @@
 //!   natively when the executor is the device the arm was selected for, and to its emulation of
 //!   that device's semantics otherwise (the CPU runtime running a `cuda` arm, say).
 
-use crate::ledger::DeviceLedger;
+use crate::policy::DeviceLedger;
 use island_vocab::{Backend, Executor, Profile, Site};
 use cubecl::prelude::Client;
 use serde::Serialize;
@@ -101,8 +101,8 @@ pub enum DefaultReason {
     NoArm(Backend),
     /// Arms exist for the backend, but the device meets none of their guards.
     GuardUnmet { arm: &'static str, unmet: String },
-    /// The arm's guard holds, but the ledger's record of this device (or the strict policy)
-    /// says it does not run here.
+    /// The arm's guard holds, but nothing shows it exact on this device, or its record says it
+    /// does not run here (`crate::policy`).
     Ledger { arm: &'static str, reason: String },
 }
 
@@ -121,22 +121,15 @@ impl fmt::Display for DefaultReason {
 }
 
 impl Target {
-    /// The tag a launch fills in by itself: the arms of the device behind `client` where it is
-    /// a GPU this version recognises, `default` everywhere otherwise (logged).
-    pub fn for_client(client: &Client) -> Target {
-        let exec = Exec::of_client(client);
-        let arms = crate::device::profile(client);
-        if let Executor::Unknown(name) = exec.executor {
-            log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
-        }
-        let ledger = arms.and_then(|_| DeviceLedger::of_client(client)).map(LedgerRef);
-        Target { arms, scope: Scope::All, exec, ledger }
-    }
-
     /// The same tag, consulting `ledger` as a launch on its device would.
     pub fn with_ledger(mut self, ledger: &'static DeviceLedger) -> Target {
         self.ledger = Some(LedgerRef(ledger));
         self
+    }
+
+    /// The tag of a launch on `client` that consults `ledger` (built by `crate::launch`).
+    pub fn with_parts(arms: Option<Profile>, exec: Exec, ledger: Option<&'static DeviceLedger>) -> Target {
+        Target { arms, scope: Scope::All, exec, ledger: ledger.map(LedgerRef) }
     }
 
     /// `default` in every island, executed by `client`'s runtime.
@@ -239,7 +232,7 @@ impl Target {
             Selection::Default(reason) => {
                 match &reason {
                     DefaultReason::GuardUnmet { .. } => log::info!("islands: {} takes `default`: {reason}", site.id),
-                    DefaultReason::Ledger { arm, reason: why } => crate::ledger::log_once(format!("{}::{arm}: {why}", site.id), || {
+                    DefaultReason::Ledger { arm, reason: why } => crate::policy::log_once(format!("{}::{arm}: {why}", site.id), || {
                         format!("islands: {} takes `default`: {reason}", site.id)
                     }),
                     _ => {}

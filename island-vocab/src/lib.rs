@@ -6,6 +6,7 @@
 //! - [`Elem`] (element kinds) and [`Mma`] (tile shapes);
 //! - [`Capability`], [`Cmp`], [`Atom`] and [`Guard`] (what `if …` on an arm says);
 //! - [`Profile`] (what a device can do, and the reference devices proofs emulate);
+//! - [`Semantics`] (how far an intrinsic's CPU proof carries to devices);
 //! - [`Site`] and [`ArmSpec`] (an island as its generated code describes it), [`Expect`].
 
 pub mod backend;
@@ -14,6 +15,7 @@ pub mod elem;
 pub mod expect;
 pub mod mma;
 pub mod profile;
+pub mod semantics;
 pub mod site;
 
 pub use backend::{Backend, Executor};
@@ -22,4 +24,5 @@ pub use elem::Elem;
 pub use expect::Expect;
 pub use mma::Mma;
 pub use profile::Profile;
+pub use semantics::Semantics;
 pub use site::{ArmSpec, Site};

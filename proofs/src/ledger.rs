@@ -1,6 +1,7 @@
-//! The ledger's records in CI: the committed records of the present Vulkan device (lavapipe on a
-//! machine without a GPU) must still hold for the build: same code hashes, same verdicts of the
-//! bit-exact half, and a record for every arm the device selects.
+//! The ledger's records in CI: every committed record, of every device, must hash as the build
+//! generates its code (hashing needs no device), and the records of the present Vulkan device
+//! (lavapipe on a machine without a GPU) must still hold: same verdicts of the bit-exact half,
+//! and a record for every arm the device selects.
 
 use crate::cpu;
 use island_runtime::fingerprint::Fingerprint;
@@ -12,10 +13,40 @@ use libtest_mimic::{Completion, Failed, Trial};
 
 /// The currency trial for the records of `crates` (when the build has the `vulkan` runtime).
 pub fn trials(crates: &'static [&'static str]) -> Vec<Trial> {
-    if !RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
-        return Vec::new();
+    let mut trials = vec![Trial::test("ledger::every_committed_record_hashes_as_the_build", move || every_record_hashes_as_the_build(crates)).with_kind("ledger")];
+    if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
+        trials.push(Trial::ignorable_test("ledger::committed_vulkan_records_are_current", move || committed_records_are_current(crates)).with_kind("ledger"));
     }
-    vec![Trial::ignorable_test("ledger::committed_vulkan_records_are_current", move || committed_records_are_current(crates)).with_kind("ledger")]
+    trials
+}
+
+/// Every committed record of `crates`, for every device it names, against the code this build
+/// generates for that device's profile: a record whose arm, `default` or emulation changed is
+/// stale (launches no longer take it), and so is one whose arm is no longer registered. A
+/// record of a code generator this build lacks (SPIR-V without the `spirv` feature) is an
+/// error too: CI builds every generator.
+fn every_record_hashes_as_the_build(crates: &[&str]) -> Result<(), Failed> {
+    let cpu = cpu()?;
+    let records = ledger::records().map_err(|e| e.to_string())?;
+    let ours: Vec<&Record> = records.iter().filter(|r| crates.is_empty() || crates.iter().any(|k| r.island.starts_with(&format!("{}::", k.replace('-', "_"))))).collect();
+    let mut problems = Vec::new();
+    for r in &ours {
+        let Some(entry) = registry::arms().iter().copied().find(|e| e.site.id == r.island && e.spec().label == r.arm) else {
+            problems.push(format!("{} `{}` on {}: no registered arm of that name", r.island, r.arm, r.device));
+            continue;
+        };
+        if let Some(why) = island_runtime::evidence::stale(entry, r, &cpu) {
+            problems.push(format!("{} `{}` on {}: {why}", r.island, r.arm, r.device));
+        }
+    }
+    if ours.is_empty() && !crates.is_empty() && registry::arms().iter().any(|e| crates.contains(&e.krate) && e.expect == island_runtime::Expect::Equal) {
+        eprintln!("islands: no committed record names an island of {crates:?}");
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} of {} committed records are stale (re-gate them on their device):\n{}", problems.len(), ours.len(), problems.join("\n")).into())
+    }
 }
 
 /// The committed records of the present Vulkan device: their code hashes are the build's, and
@@ -27,7 +58,7 @@ fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> 
     let cpu = cpu()?;
     let here = Fingerprint::of_client(&device).ok_or("the Vulkan device has no fingerprint")?;
     let ours = |island: &str| registry::arms().iter().any(|e| e.site.id == island && crates.contains(&e.krate));
-    let records: Vec<Record> = ledger::records().iter().filter(|r| r.device == here && ours(&r.island)).cloned().collect();
+    let records: Vec<Record> = ledger::records().map_err(|e| e.to_string())?.iter().filter(|r| r.device == here && ours(&r.island)).cloned().collect();
     if records.is_empty() {
         return Ok(Completion::ignored_with(format!("no committed record names {here}")));
     }

@@ -213,7 +213,14 @@ pub fn conformance_trials(crates: &[&str]) -> Vec<Trial> {
 
 /// Runs `trials` with libtest's command line, sorted by name, and exits.
 pub fn run(mut trials: Vec<Trial>) -> ! {
+    // The SDK's warnings show in test output (`RUST_LOG` sets more); a second logger (the
+    // crate's own) is left in place.
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).is_test(true).try_init();
     trials.sort_by(|a, b| a.name().cmp(b.name()));
+    if let Err(e) = island_runtime::policy::settings() {
+        let e = e.to_string();
+        trials.push(Trial::test("environment::launch_settings", move || Err(e.into())).with_kind("environment"));
+    }
     let args = Arguments::from_args();
     libtest_mimic::run(&args, trials).exit()
 }

@@ -1,10 +1,14 @@
 //! The ledger as launches and CI use it: a declined, failed or (under the strict policy)
-//! missing record makes a launch take `default` and say why once; the gate declines a slow arm.
-//! (That the committed records are current is `proofs::ledger`, run for every crate.)
+//! missing record makes a launch take `default` and say why once; an arm using device-defined
+//! semantics takes `default` on a device nobody gated; a measured "no" survives a driver update;
+//! a stale flip is not taken; bad settings are errors; the gate declines a slow arm. (That the
+//! committed records are current is `proofs::ledger`, run for every crate.)
 
 use island_runtime::fingerprint::Fingerprint;
 use island_runtime::gate::{self, GateOptions};
-use island_runtime::ledger::{self, CodeHashes, ConformanceEvidence, Decision, DeviceLedger, Policy, ProofEvidence, Record};
+use island_runtime::ledger::{self, CodeHashes, ConformanceEvidence, Decision, LedgerError, ProofEvidence, Record};
+use island_runtime::policy::{self, ArmFacts, DeviceLedger, Policy};
+use island_runtime::target::DefaultReason;
 use island_runtime::lifted::ProofSpec;
 use island_runtime::proof;
 use island_runtime::runtimes::RuntimeName;
@@ -21,13 +25,19 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("ledger::the_strict_policy_runs_default_without_a_passing_record", || {
             launches_default(Decision::Unverified, Policy::Strict, true)
         }),
-        Trial::test("ledger::the_trust_policy_runs_an_arm_without_a_verdict", || {
-            launches_default(Decision::Unverified, Policy::Trust, false)
+        Trial::test("ledger::an_unverified_record_whose_exact_half_failed_runs_default", || {
+            launches_default(Decision::Unverified, Policy::Trust, true)
         }),
         Trial::test("ledger::the_off_policy_ignores_records", || launches_default(Decision::Failed, Policy::Off, false)),
         Trial::test("ledger::a_flipped_record_runs_the_arm_under_strict", || {
             launches_default(Decision::Flipped, Policy::Strict, false)
         }),
+        Trial::test("policy::an_sm80_device_without_records_runs_default_for_float_tensor_cores", float_tensor_cores_on_sm80),
+        Trial::test("policy::a_vulkan_device_without_records_runs_default_for_float_plane_reductions", float_plane_reductions_elsewhere),
+        Trial::test("policy::a_declined_record_declines_under_a_new_driver", declines_survive_driver_updates),
+        Trial::test("policy::a_stale_flipped_record_is_not_taken", stale_flips_are_not_taken),
+        Trial::test("policy::the_committed_h200_records_select_their_arms", committed_flips_select),
+        Trial::test("policy::a_ledger_that_cannot_be_read_or_parsed_is_an_error", bad_ledgers_are_errors),
     ];
     if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
         trials.push(Trial::test("ledger::gate_declines_a_slow_arm", gate_declines_a_slow_arm));
@@ -91,12 +101,15 @@ fn launches_default(decision: Decision, policy: Policy, expect_default: bool) ->
     let cpu = proofs::cpu()?;
     let profile = Profile::references(Backend::Cuda)[0];
     let records = if decision == Decision::Unverified && policy == Policy::Strict { vec![] } else { vec![record(entry, decision)] };
+    // The fixture is written to differ from `default`; these tests are about records alone, so
+    // its facts say its proof carries and its hashes are current.
+    let facts = vec![((entry.site.id.to_string(), entry.spec().label.to_string()), ArmFacts::default())];
     let arm = output(entry, Target::forced(profile, &cpu))?;
     let default = output(entry, Target::default_arms(&cpu))?;
     if arm == default {
         return Err("the fixture's arm and `default` computed the same bytes: this test could not tell them apart".into());
     }
-    let tag = |records: Vec<Record>| Target::forced(profile, &cpu).with_ledger(DeviceLedger::leak(h200(), policy, records));
+    let tag = |records: Vec<Record>| Target::forced(profile, &cpu).with_ledger(DeviceLedger::leak(h200(), profile, policy, records, facts.clone()));
     let first = tag(records.clone());
     let selection = first.explain(entry.site);
     let got = output(entry, first)?;
@@ -110,7 +123,7 @@ fn launches_default(decision: Decision, policy: Policy, expect_default: bool) ->
             if policy != Policy::Strict && !reason.contains(decision.word().split(' ').next().unwrap_or("")) {
                 return Err(format!("the reason does not name the record's decision: {reason}").into());
             }
-            let logged: Vec<String> = ledger::logged().into_iter().filter(|m| m.contains(entry.site.id) && m.contains(&reason)).collect();
+            let logged: Vec<String> = policy::logged().into_iter().filter(|m| m.contains(entry.site.id) && m.contains(&reason)).collect();
             if logged.len() != 1 {
                 return Err(format!("the reason was logged {} times, not once: {logged:?}", logged.len()).into());
             }
@@ -166,4 +179,149 @@ fn emulation_is_hashed() -> Result<(), Failed> {
         return Err("a record without an emulation hash is stale although its arm and default are unchanged".into());
     }
     Ok(())
+}
+
+/// The registered arm of the island whose id ends with `id`, and its label.
+fn arm(id: &str) -> Result<&'static ArmEntry, Failed> {
+    registry::arms()
+        .iter()
+        .copied()
+        .find(|e| e.site.id.ends_with(id) && e.expect == island_runtime::Expect::Equal)
+        .ok_or_else(|| format!("no registered arm of an island `…{id}`").into())
+}
+
+/// What a launch on `device` (of `profile`) with `records` under `policy` selects in each
+/// island of `ids`, with the facts the launch computes.
+fn selections(device: &Fingerprint, profile: Profile, policy: Policy, records: Vec<Record>, ids: &[&str]) -> Result<Vec<(String, Selection)>, Failed> {
+    let cpu = proofs::cpu()?;
+    let entries: Vec<&'static ArmEntry> = ids.iter().map(|id| arm(id)).collect::<Result<_, _>>()?;
+    let facts = island_runtime::evidence::facts_of(&entries, device, &profile, &records, &cpu);
+    let view = DeviceLedger::leak(device.clone(), profile, policy, records, facts);
+    let target = Target::forced(profile, &cpu).with_ledger(view);
+    Ok(entries.iter().map(|e| (e.site.id.to_string(), target.explain(e.site))).collect())
+}
+
+fn expect_default(selection: &(String, Selection), words: &[&str]) -> Result<(), Failed> {
+    match &selection.1 {
+        Selection::Default(DefaultReason::Ledger { reason, .. }) if words.iter().all(|w| reason.contains(w)) => Ok(()),
+        other => Err(format!("{}: expected `default` for a reason naming {words:?}, got {other}", selection.0).into()),
+    }
+}
+
+fn expect_arm(selection: &(String, Selection)) -> Result<(), Failed> {
+    match &selection.1 {
+        Selection::Arm(_) => Ok(()),
+        other => Err(format!("{}: expected its arm, got {other}", selection.0).into()),
+    }
+}
+
+fn a100() -> (Fingerprint, Profile) {
+    let device = Fingerprint { device: "NVIDIA A100-SXM4-80GB".into(), identity: "ptx_sm80".into(), sm: 80, ..h200() };
+    let mut profile = Profile::references(Backend::Cuda)[0];
+    profile.sm = 80;
+    (device, profile)
+}
+
+/// On an sm_80 device without records, the f16 tensor-core arms (a tolerance contract there,
+/// tensor-core accumulation) take `default` and say why; the int8 ones (defined) keep their arm.
+fn float_tensor_cores_on_sm80() -> Result<(), Failed> {
+    let (device, profile) = a100();
+    let got = selections(&device, profile, Policy::Trust, vec![], &["checks::mma_f16#0", "gemm_f16::gemm_f16#0", "checks::mma_i8#0", "checks::dp4a#0"])?;
+    expect_default(&got[0], &["no record of this device"])?;
+    expect_default(&got[1], &["no record of this device"])?;
+    expect_arm(&got[2])?;
+    expect_arm(&got[3])
+}
+
+/// An NVIDIA GPU other than the H200 under Vulkan, 32-lane subgroups, no records: the float
+/// plane reductions take `default` (device-defined for floats), the integer sum and the
+/// shuffles keep their arms.
+fn float_plane_reductions_elsewhere() -> Result<(), Failed> {
+    let device = Fingerprint {
+        runtime: "wgpu<spirv>".into(),
+        device: "NVIDIA GeForce RTX 4090".into(),
+        identity: String::new(),
+        plane: 32,
+        sm: 0,
+        driver: "nvidia 580.95.05".into(),
+    };
+    let profile = Profile::references(Backend::Vulkan).into_iter().find(|p| p.plane == 32).ok_or("no 32-lane Vulkan reference profile")?;
+    let ids = ["checks::plane_sum_f32_w32#0", "checks::plane_max_f32_w32#0", "rows::row_sum#0", "checks::plane_sum_i32_w32#0", "checks::shuffle_xor_w32#0"];
+    let got = selections(&device, profile, Policy::Trust, vec![], &ids)?;
+    for s in &got[..3] {
+        expect_default(s, &["plane::", "f32", "device decides"])?;
+    }
+    expect_arm(&got[3])?;
+    expect_arm(&got[4])
+}
+
+/// A declined record made under driver X declines the arm under driver Y of the same device,
+/// for an arm whose semantics alone would let it run.
+fn declines_survive_driver_updates() -> Result<(), Failed> {
+    let entry = arm("checks::dp4a#0")?;
+    let old = Record { island: entry.site.id.into(), arm: entry.spec().label.into(), ..record(entry, Decision::DeclinedSlow) };
+    let updated = Fingerprint { driver: "nvidia 590.10.01".into(), ..h200() };
+    let profile = Profile::references(Backend::Cuda)[0];
+    let got = selections(&updated, profile, Policy::Trust, vec![old], &["checks::dp4a#0"])?;
+    expect_default(&got[0], &["under driver `nvidia 580.95.05`", "declined"])?;
+    // Without the record the arm runs there: the record decided.
+    expect_arm(&selections(&updated, profile, Policy::Trust, vec![], &["checks::dp4a#0"])?[0])
+}
+
+/// The committed H200 records of the device-defined arms, with one hash changed, are stale: a
+/// launch on the H200 takes `default` and names the change; with the hashes as committed, it
+/// takes the arm.
+fn stale_flips_are_not_taken() -> Result<(), Failed> {
+    let committed = ledger::records().map_err(|e| e.to_string())?;
+    let h200 = committed
+        .iter()
+        .find(|r| r.island.ends_with("checks::plane_sum_f32_w32#0") && r.device.runtime == "cuda")
+        .ok_or("no committed CUDA record of plane_sum_f32_w32")?
+        .clone();
+    let profile = gate::hash_profile(&h200.device).ok_or("no profile for the H200's fingerprint")?;
+    let tampered = Record { code: CodeHashes { arm: "0000000000000000".into(), ..h200.code.clone() }, ..h200.clone() };
+    let device = h200.device.clone();
+    let got = selections(&device, profile, Policy::Trust, vec![tampered], &["checks::plane_sum_f32_w32#0"])?;
+    expect_default(&got[0], &["stale", "the arm's code changed"])?;
+    expect_arm(&selections(&device, profile, Policy::Trust, vec![h200], &["checks::plane_sum_f32_w32#0"])?[0])
+}
+
+/// Every committed flipped record of the H200 under CUDA selects its arm on that fingerprint:
+/// the policy takes measured evidence (and the records are current for this build).
+fn committed_flips_select() -> Result<(), Failed> {
+    let committed = ledger::records().map_err(|e| e.to_string())?;
+    let cuda: Vec<Record> = committed.iter().filter(|r| r.device.runtime == "cuda" && r.device.device == "NVIDIA H200").cloned().collect();
+    let device = cuda.first().ok_or("no committed H200 record")?.device.clone();
+    let profile = gate::hash_profile(&device).ok_or("no profile for the H200's fingerprint")?;
+    let mut checked = 0;
+    for r in cuda.iter().filter(|r| r.decision == Decision::Flipped) {
+        let Some(id) = r.island.split("::").last() else { continue };
+        let suffix = format!("::{id}");
+        let got = selections(&device, profile, Policy::Strict, cuda.clone(), &[suffix.as_str()])?;
+        expect_arm(&got[0]).map_err(|e| format!("{} ({}): {}", r.island, r.arm, e.message().unwrap_or_default()))?;
+        checked += 1;
+    }
+    if checked < 10 {
+        return Err(format!("only {checked} flipped H200 records were checked").into());
+    }
+    Ok(())
+}
+
+/// A ledger path that does not exist, and a file that is not a ledger, are errors naming them.
+fn bad_ledgers_are_errors() -> Result<(), Failed> {
+    let missing = "/nonexistent/islands-ledger.json";
+    match ledger::load(Some(missing)) {
+        Err(LedgerError::Unreadable { path, .. }) if path == missing => {}
+        other => return Err(format!("a missing ledger file gave {other:?}").into()),
+    }
+    let dir = std::env::temp_dir().join(format!("islands-bad-ledger-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let bad = dir.join("ledger.json");
+    std::fs::write(&bad, "{ not json").map_err(|e| e.to_string())?;
+    let result = ledger::load(Some(bad.to_str().unwrap_or_default()));
+    let _ = std::fs::remove_dir_all(&dir);
+    match result {
+        Err(e @ LedgerError::Malformed { .. }) if e.to_string().contains("ledger.json") => Ok(()),
+        other => Err(format!("a ledger of invalid JSON gave {other:?}").into()),
+    }
 }

@@ -12,6 +12,7 @@ islands::ledger!();
 /// three bits, or, if the nibble's top bit is set, that byte's sign (0x00 or 0xff) repeated.
 #[islands::intrinsic(
     name = "byte_perm",
+    semantics = defined,
     summary = "four bytes picked out of eight by selector nibbles, with sign replication (PTX prmt.b32)",
     check = crate::checks::byte_perm,
     lowerings(cuda => "prmt.b32"),

@@ -1,0 +1,63 @@
+//! The tag a launch fills in by itself ([`Target::for_client`]): the arms of the device behind
+//! the client, each one only where `crate::policy` finds it shown exact there.
+
+use crate::fingerprint::Fingerprint;
+use crate::policy::{self, DeviceLedger, Policy, Settings};
+use crate::target::{Exec, Target};
+use cubecl::prelude::Client;
+use island_vocab::{Executor, Profile};
+use std::sync::{Mutex, Once};
+
+impl Target {
+    /// The tag a launch fills in by itself: the arms of the device behind `client` where it is
+    /// a GPU this version recognises, each consulted against the device's evidence under
+    /// `ISLANDS_POLICY` (`crate::policy`); `default` everywhere otherwise. Wrong settings (a
+    /// policy that does not exist, a ledger that does not parse) make every island take
+    /// `default`, said once on standard error.
+    pub fn for_client(client: &Client) -> Target {
+        let exec = Exec::of_client(client);
+        if let Executor::Unknown(name) = exec.executor {
+            log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
+        }
+        let Some(profile) = crate::device::profile(client) else { return Target::with_parts(None, exec, None) };
+        match policy::settings() {
+            Err(e) => {
+                static SAID: Once = Once::new();
+                SAID.call_once(|| eprintln!("islands: {e}; every island takes `default` until it is fixed"));
+                log::error!("islands: {e}");
+                Target::with_parts(None, exec, None)
+            }
+            Ok(s) if s.policy == Policy::Off => Target::with_parts(Some(profile), exec, None),
+            Ok(s) => match view(client, profile, s) {
+                Some(view) => Target::with_parts(Some(profile), exec, Some(view)),
+                None => Target::with_parts(None, exec, None),
+            },
+        }
+    }
+}
+
+/// The ledger view of the device behind `client`, built once per device and process.
+fn view(client: &Client, profile: Profile, settings: &Settings) -> Option<&'static DeviceLedger> {
+    type Seen = Vec<((&'static str, String, String), Option<&'static DeviceLedger>)>;
+    static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
+    let props = client.properties();
+    let key = (client.name(), props.identity.name.clone(), props.identity.fingerprint.clone());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, view)) = seen.iter().find(|(k, _)| *k == key) {
+        return *view;
+    }
+    let view = Fingerprint::of_client(client).map(|device| {
+        let records: Vec<_> = settings.records.iter().filter(|r| r.device.same_device(&device)).cloned().collect();
+        let facts = crate::evidence::facts(&device, &profile, &records, client);
+        let unproven = facts.iter().filter(|(_, f)| f.needs_device_evidence.is_some()).count();
+        log::info!(
+            "islands: {device}: {} records, {} arms admitted, {unproven} of them need evidence of this device ({} policy)",
+            records.len(),
+            facts.len(),
+            settings.policy
+        );
+        DeviceLedger::leak(device, profile, settings.policy, records, facts)
+    });
+    seen.push((key, view));
+    view
+}
