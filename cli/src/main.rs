@@ -343,6 +343,19 @@ fn conform(runtime: &str, json: bool) -> ExitCode {
             runs.push(run);
         }
     }
+    // Each island's `default` on the device against the CPU runtime's, byte for byte.
+    let mut islands_seen: Vec<&str> = Vec::new();
+    for entry in registry::arms().iter().filter(|e| e.expect == island_runtime::Expect::Equal) {
+        if islands_seen.contains(&entry.site.id) {
+            continue;
+        }
+        islands_seen.push(entry.site.id);
+        if let Some(run) = island_runtime::conformance::defaults(entry, &device, &cpu, &options) {
+            eprintln!("{} {} (device default vs CPU default)", run.verdict_word(), entry.site.id);
+            runs.push(run);
+        }
+    }
+    eprintln!("seed {:#x}, depth {} (ISLANDS_SEED, ISLANDS_DEPTH)", options.seed, options.depth);
     let arms = report(&runs, json, &format!("conformance on {profile}"), options.seed, false);
     // Kernel-level conformance: each example on the device, its native arms and its `default`,
     // against the CPU runtime's `default` and the plain-Rust reference. An island can agree with

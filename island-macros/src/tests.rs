@@ -294,8 +294,10 @@ fn an_intrinsic_dispatches_each_backend_to_its_function() {
     )
     .replace(' ', "");
     assert!(out.contains("tag.native_on(::island_runtime::Backend::Cuda)"), "{out}");
-    assert!(out.contains("{cuda(a)}"), "{out}");
-    assert!(out.contains("{native(a)}"), "{out}");
+    assert!(out.contains("));cuda(a)}"), "{out}");
+    assert!(out.contains("));native(a)}"), "{out}");
+    // Each native branch records its use, with the class (none declared: device-defined).
+    assert!(out.contains("comptime!(::island_runtime::semantics::note_native(\"n\",::island_runtime::Semantics::DeviceDefined("), "{out}");
     // The emulation takes the tag itself, so `call` does not add another.
     assert!(out.contains("pubfncall(a:u32,#[comptime]tag:Target)->u32"), "{out}");
     assert!(out.contains("emulate(a,tag)"), "{out}");

@@ -1,5 +1,6 @@
 //! Device conformance: an arm's native lowering on a device against its emulation on the CPU
-//! runtime, both with the device's own profile.
+//! runtime, both with the device's own profile; and an island's `default` on the device against
+//! the same `default` on the CPU, byte for byte (what a CPU proof assumes of every device).
 
 use crate::lifted::ProofSpec;
 use crate::proof::{ProofOptions, ProofRun, Side, Verdict, compare_sides, compare_sides_header};
@@ -48,3 +49,28 @@ pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options:
     Some(run)
 }
 
+
+/// An island's `default` executed by `device` against the same `default` executed by the CPU
+/// runtime, on the island's proof inputs, held to byte equality: `default` defines the bytes,
+/// and a device compiler that contracts `a * b + c` into a fused multiply-add, flushes
+/// subnormals or approximates a division computes others. `entry` is any registered arm of
+/// the island (its lifted kernel carries the island's `default`). `None` for an island
+/// without a proof signature or a CPU `device`.
+pub fn defaults(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
+    let profile = crate::device::profile(device)?;
+    let on_device = Side { client: device, target: Target::default_arms(device), label: "device default" };
+    let on_cpu = Side { client: cpu, target: Target::default_arms(cpu), label: "CPU default" };
+    let mut run = compare_sides(entry, lifted, profile, on_device, on_cpu, options);
+    run.arm = "default";
+    run.lowering = "default";
+    run.expect = Expect::Equal;
+    if let Verdict::Mismatch { report } = &run.verdict
+        && let Some(d) = crate::divergence::known_default(&profile, entry.site.id)
+    {
+        run.verdict = Verdict::Declined {
+            report: format!("declined on this device: `default` itself differs: {}\n  measured: {}\n{report}", d.cause, d.measured),
+        };
+    }
+    Some(run)
+}

@@ -59,3 +59,43 @@ pub fn known(profile: &Profile, island: &str) -> Option<&'static Divergence> {
         .iter()
         .find(|d| d.backend == profile.backend && profile.name.contains(d.device) && d.islands.contains(&island))
 }
+
+/// Measured differences between an island's `default` on a device and the same `default` on
+/// the CPU runtime (`crate::conformance::defaults`): there `default` itself does not compute the
+/// CPU's bytes, so no arm can be proven equal to it on that device. Reported declined, with the
+/// cause, never passed; each is an open defect of the SDK on that device.
+pub const DEFAULTS: &[Divergence] = &[
+    Divergence {
+        backend: Backend::Vulkan,
+        device: "NVIDIA H200",
+        islands: &[
+            "island_intrinsics::checks::plane_sum_f32_w32#0",
+            "island_intrinsics::checks::plane_sum_f32_w64#0",
+            "island_intrinsics::checks::plane_max_f32_w32#0",
+            "island_intrinsics::checks::group_max_f32_g8#0",
+            "island_examples::rows::row_sum#0",
+            "island_examples::q8_matvec::kernels::block_amax#0",
+        ],
+        cause: "NVIDIA's Vulkan driver flushes subnormal float results of ordinary arithmetic to zero, not only \
+                of subgroup operations: the portable defaults, which use no subgroup operation, give 0.0 where \
+                the CPU gives a subnormal (CubeCL's SPIR-V declares no DenormPreserve execution mode); only the \
+                subnormal value group differs",
+        measured: "H200, driver 580.159.04, islands conform --runtime vulkan at depth 16, 2026-12-01 \
+                   (docs/results/h200/2026-12-01-policy/conform-vulkan-d16.txt)",
+    },
+    Divergence {
+        backend: Backend::Vulkan,
+        device: "llvmpipe",
+        islands: &["island_examples::q8_matvec::kernels::block_amax#0"],
+        cause: "the default's float `max` returns the NaN operand on lavapipe where the CPU runtime returns the \
+                number (IEEE maximumNumber): the default leaves NaN handling to each backend's `max`",
+        measured: "Mesa 22.3 lavapipe, cargo test -p proofs --features vulkan, 2026-12-01",
+    },
+];
+
+/// The measured difference of `island`'s `default` on the device of `profile`, if one is recorded.
+pub fn known_default(profile: &Profile, island: &str) -> Option<&'static Divergence> {
+    DEFAULTS
+        .iter()
+        .find(|d| d.backend == profile.backend && profile.name.contains(d.device) && d.islands.contains(&island))
+}

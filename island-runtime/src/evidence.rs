@@ -37,7 +37,9 @@ pub fn facts(device: &Fingerprint, profile: &Profile, records: &[Record], host: 
 
 /// Why `record` no longer describes `entry` as this build generates it, if it does not.
 pub fn stale(entry: &'static ArmEntry, record: &Record, host: &Client) -> Option<String> {
-    match crate::gate::code_hashes(entry, &record.device, host) {
+    let hashes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::gate::code_hashes(entry, &record.device, host)))
+        .unwrap_or_else(|p| Err(format!("the code generator panicked: {}", crate::readback::panic_text(&p))));
+    match hashes {
         Err(e) => Some(format!("its code hashes cannot be computed by this build ({e})")),
         Ok(now) => record.code.changed(&now).map(|(what, then, hash)| format!("{what} changed since it was gated (hash {then}, now {hash})")),
     }

@@ -255,6 +255,16 @@ impl Side<'_> {
     }
 }
 
+/// The contract two sides are held to: the arm's under `profile`, or byte equality when
+/// neither side takes an arm (`default` is normative: it defines the bytes everywhere).
+pub(crate) fn contract_of(lifted: &Lifted, profile: &Profile, a: &Side<'_>, b: &Side<'_>) -> crate::contract::Contract {
+    if a.target.arms().is_none() && b.target.arms().is_none() {
+        crate::contract::Contract::Exact
+    } else {
+        lifted.contract_for(profile)
+    }
+}
+
 /// The row of a comparison before it runs: proven until shown otherwise.
 pub(crate) fn compare_sides_header(
     entry: &'static ArmEntry,
@@ -265,7 +275,7 @@ pub(crate) fn compare_sides_header(
     options: &ProofOptions,
 ) -> ProofRun {
     let spec = entry.spec();
-    let contract = lifted.contract_for(&profile);
+    let contract = contract_of(lifted, &profile, a, b);
     ProofRun {
         island: entry.site.id,
         arm: spec.label,
@@ -330,7 +340,9 @@ pub(crate) fn compare_sides(
             }
         }
     }
-    if !lifted.cube_dim.is_multiple_of(profile.plane) {
+    // Plane emulation needs whole planes; two `default`s emulate none.
+    let any_arm = a.target.arms().is_some() || b.target.arms().is_some();
+    if any_arm && !lifted.cube_dim.is_multiple_of(profile.plane) {
         run.verdict = Verdict::Unproven {
             reason: format!(
                 "cube_dim {} is not a whole number of {}-lane planes; declare `cube_dim = {}` in the proof signature",
@@ -360,14 +372,15 @@ pub(crate) fn compare_sides(
         let got = execute(a.client, lifted, cubes, &inputs, a.target, 0xa5)?;
         let want = execute(b.client, lifted, cubes, &inputs, b.target, 0x5a)?;
         // The bound of an accumulation contract: the reference on the inputs' magnitudes.
-        let magnitudes = if lifted.contract_for(&profile).needs_magnitudes() {
+        let contract = contract_of(lifted, &profile, &a, &b);
+        let magnitudes = if contract.needs_magnitudes() {
             let abs: Vec<Vec<u8>> = lifted.params.iter().zip(&inputs).map(|(p, bytes)| p.kind.magnitudes(bytes)).collect();
             Some(execute(b.client, lifted, cubes, &abs, b.target, 0x5a)?)
         } else {
             None
         };
         let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref() };
-        Ok(crate::report::compare(entry, lifted, &profile, (&a.name(), &b.name()), &inputs, &groups, outputs, (options.seed, seed), lanes))
+        Ok(crate::report::compare(entry, lifted, &profile, contract, (&a.name(), &b.name()), &inputs, &groups, outputs, (options.seed, seed), lanes))
     })();
     run.verdict = match outcome {
         Ok(None) => Verdict::Proven,

@@ -31,6 +31,7 @@ pub fn compare(
     entry: &ArmEntry,
     lifted: &Lifted,
     profile: &Profile,
+    contract: crate::contract::Contract,
     (a, b): (&SideName, &SideName),
     inputs: &[Vec<u8>],
     groups: &[Vec<Group>],
@@ -38,7 +39,6 @@ pub fn compare(
     (base_seed, seed): (u64, u64),
     lanes: usize,
 ) -> Option<String> {
-    let contract = lifted.contract_for(profile);
     for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.0.iter().zip(&outputs.want.0).enumerate() {
         let n = got.len() / kind.size();
         let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.0[o].3, i));

@@ -74,8 +74,9 @@ pub fn native_uses(entry: &'static ArmEntry, profile: &Profile, host: &Client) -
     };
     let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
     let target = Target::from_parts(Some(*profile), exec).only(entry.site.id);
-    let (definition, uses) = trace(|| crate::lowering::define(lifted, target, Arc::new(crate::lowering::properties(profile)), host));
-    definition?;
+    let expand = || crate::lowering::define(lifted, target, Arc::new(crate::lowering::properties(profile)), host);
+    let (definition, uses) = trace(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(expand)));
+    definition.map_err(|p| format!("its expansion panicked: {}", crate::readback::panic_text(&p)))??;
     Ok(uses)
 }
 

@@ -1,6 +1,9 @@
 //! Device conformance: on each real device this build can open, every arm the device's profile
 //! selects runs natively there and emulated on the CPU, and the two must agree under the arm's
 //! contract. That is what makes a CPU proof of an emulated arm a statement about the device.
+//! And every island's `default` runs on the device and on the CPU, byte for byte: the CPU proof
+//! compares arms with the CPU's `default`, which is only the device's if the device's compiler
+//! keeps `default`'s order and rounding.
 
 use crate::cpu;
 use island_runtime::registry;
@@ -33,6 +36,31 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
         Ok(())
     })
     .with_kind("conformance")];
+    // Each island's `default` on the device against the CPU's, once per island.
+    let mut islands_seen: Vec<&str> = Vec::new();
+    for &entry in registry::arms() {
+        let wanted = crates.is_empty() || crates.contains(&entry.krate);
+        if !wanted || entry.expect != island_runtime::Expect::Equal || islands_seen.contains(&entry.site.id) {
+            continue;
+        }
+        islands_seen.push(entry.site.id);
+        let device = device.clone();
+        let options = options.clone();
+        trials.push(
+            Trial::ignorable_test(format!("conformance::{runtime}::default::{}", entry.site.id), move || {
+                let host = cpu()?;
+                match island_runtime::conformance::defaults(entry, &device, &host, &options) {
+                    // A kernel the device is known to crash on is not launched: said, not passed.
+                    Some(run) if matches!(&run.verdict, island_runtime::proof::Verdict::Unproven { reason } if reason.contains(island_runtime::lowering::SHARED_MEMORY_ON_SPIRV)) => {
+                        Ok(libtest_mimic::Completion::ignored_with(run.detail().unwrap_or_default().to_string()))
+                    }
+                    Some(run) => crate::verdict(entry, &[run]),
+                    None => Err::<_, Failed>("the island has no proof signature to run".into()),
+                }
+            })
+            .with_kind("conformance"),
+        );
+    }
     for &entry in registry::arms() {
         let wanted = crates.is_empty() || crates.contains(&entry.krate);
         // Fixtures of a wrong arm are wrong in their emulation too: only a wrong native

@@ -38,6 +38,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("policy::a_stale_flipped_record_is_not_taken", stale_flips_are_not_taken),
         Trial::test("policy::the_committed_h200_records_select_their_arms", committed_flips_select),
         Trial::test("policy::a_ledger_that_cannot_be_read_or_parsed_is_an_error", bad_ledgers_are_errors),
+        Trial::test("policy::design_md_states_every_intrinsics_class", design_table_is_the_registry),
     ];
     if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
         trials.push(Trial::test("ledger::gate_declines_a_slow_arm", gate_declines_a_slow_arm));
@@ -324,4 +325,48 @@ fn bad_ledgers_are_errors() -> Result<(), Failed> {
         Err(e @ LedgerError::Malformed { .. }) if e.to_string().contains("ledger.json") => Ok(()),
         other => Err(format!("a ledger of invalid JSON gave {other:?}").into()),
     }
+}
+
+/// docs/design.md's table of semantic classes lists every built-in intrinsic once, with the
+/// class it declares.
+fn design_table_is_the_registry() -> Result<(), Failed> {
+    use island_runtime::Semantics;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/design.md");
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let start = text.find("| intrinsic | class | where").ok_or("docs/design.md has no table of semantic classes")?;
+    let mut rows = Vec::new();
+    for line in text[start..].lines().skip(2).take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(name), Some(class)) = (cells.get(1), cells.get(2)) else { continue };
+        rows.push((name.trim_matches('`').to_string(), class.to_string()));
+    }
+    let mut problems = Vec::new();
+    let builtin: Vec<_> = island_runtime::intrinsic::intrinsics().iter().filter(|i| i.krate == "island-intrinsics").collect();
+    for i in &builtin {
+        let keyword = match i.semantics {
+            Semantics::Defined => "defined",
+            Semantics::FloatDeviceDefined(_) => "device-defined for float operands",
+            Semantics::DeviceDefined(_) => "device-defined",
+        };
+        match rows.iter().filter(|(n, _)| n == i.name).collect::<Vec<_>>().as_slice() {
+            [(_, class)] => {
+                let declared = class.starts_with(keyword)
+                    && !(keyword == "device-defined" && class.starts_with("device-defined for float operands"));
+                if !declared {
+                    problems.push(format!("`{}` is {keyword} ({}), the table says `{class}`", i.name, i.semantics));
+                }
+            }
+            [] => problems.push(format!("`{}` is not in the table", i.name)),
+            _ => problems.push(format!("`{}` is in the table more than once", i.name)),
+        }
+    }
+    for (name, _) in &rows {
+        if !builtin.iter().any(|i| i.name == name) {
+            problems.push(format!("the table lists `{name}`, which is no registered built-in intrinsic"));
+        }
+    }
+    if builtin.len() < 15 {
+        problems.push(format!("only {} built-in intrinsics are registered", builtin.len()));
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
 }
