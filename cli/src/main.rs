@@ -344,12 +344,7 @@ fn conform(runtime: &str, json: bool) -> ExitCode {
         }
     }
     // Each island's `default` on the device against the CPU runtime's, byte for byte.
-    let mut islands_seen: Vec<&str> = Vec::new();
-    for entry in registry::arms().iter().filter(|e| e.expect == island_runtime::Expect::Equal) {
-        if islands_seen.contains(&entry.site.id) {
-            continue;
-        }
-        islands_seen.push(entry.site.id);
+    for entry in registry::islands() {
         if let Some(run) = island_runtime::conformance::defaults(entry, &device, &cpu, &options) {
             eprintln!("{} {} (device default vs CPU default)", run.verdict_word(), entry.site.id);
             runs.push(run);

@@ -19,18 +19,18 @@ impl Target {
         if let Executor::Unknown(name) = exec.executor {
             log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
         }
-        let Some(profile) = crate::device::profile(client) else { return Target::with_parts(None, exec, None) };
+        let Some(profile) = crate::device::profile(client) else { return Target::from_parts(None, exec) };
         match policy::settings() {
             Err(e) => {
                 static SAID: Once = Once::new();
                 SAID.call_once(|| eprintln!("islands: {e}; every island takes `default` until it is fixed"));
                 log::error!("islands: {e}");
-                Target::with_parts(None, exec, None)
+                Target::from_parts(None, exec)
             }
-            Ok(s) if s.policy == Policy::Off => Target::with_parts(Some(profile), exec, None),
+            Ok(s) if s.policy == Policy::Off => Target::from_parts(Some(profile), exec),
             Ok(s) => match view(client, profile, s) {
-                Some(view) => Target::with_parts(Some(profile), exec, Some(view)),
-                None => Target::with_parts(None, exec, None),
+                Some(view) => Target::from_parts(Some(profile), exec).with_ledger(view),
+                None => Target::from_parts(None, exec),
             },
         }
     }

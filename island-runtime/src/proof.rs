@@ -255,10 +255,15 @@ impl Side<'_> {
     }
 }
 
+/// Whether neither side takes an arm: a comparison of `default` with `default`.
+fn both_default(a: &Side<'_>, b: &Side<'_>) -> bool {
+    a.target.arms().is_none() && b.target.arms().is_none()
+}
+
 /// The contract two sides are held to: the arm's under `profile`, or byte equality when
 /// neither side takes an arm (`default` is normative: it defines the bytes everywhere).
 pub(crate) fn contract_of(lifted: &Lifted, profile: &Profile, a: &Side<'_>, b: &Side<'_>) -> crate::contract::Contract {
-    if a.target.arms().is_none() && b.target.arms().is_none() {
+    if both_default(a, b) {
         crate::contract::Contract::Exact
     } else {
         lifted.contract_for(profile)
@@ -341,8 +346,7 @@ pub(crate) fn compare_sides(
         }
     }
     // Plane emulation needs whole planes; two `default`s emulate none.
-    let any_arm = a.target.arms().is_some() || b.target.arms().is_some();
-    if any_arm && !lifted.cube_dim.is_multiple_of(profile.plane) {
+    if !both_default(&a, &b) && !lifted.cube_dim.is_multiple_of(profile.plane) {
         run.verdict = Verdict::Unproven {
             reason: format!(
                 "cube_dim {} is not a whole number of {}-lane planes; declare `cube_dim = {}` in the proof signature",

@@ -59,6 +59,22 @@ pub fn arms() -> &'static [&'static ArmEntry] {
     })
 }
 
+/// One arm of each island, its first registered one that is not a negative fixture: what a
+/// run about the island itself (its `default`) needs, as islands have no entry of their own.
+pub fn islands() -> Vec<&'static ArmEntry> {
+    let mut seen: Vec<&str> = Vec::new();
+    arms()
+        .iter()
+        .copied()
+        .filter(|e| e.expect == island_vocab::Expect::Equal)
+        .filter(|e| {
+            let first = !seen.contains(&e.site.id);
+            seen.push(e.site.id);
+            first
+        })
+        .collect()
+}
+
 /// Names registered more than once.
 pub fn duplicates() -> Vec<String> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();

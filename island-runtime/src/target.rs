@@ -127,11 +127,6 @@ impl Target {
         self
     }
 
-    /// The tag of a launch on `client` that consults `ledger` (built by `crate::launch`).
-    pub fn with_parts(arms: Option<Profile>, exec: Exec, ledger: Option<&'static DeviceLedger>) -> Target {
-        Target { arms, scope: Scope::All, exec, ledger: ledger.map(LedgerRef) }
-    }
-
     /// `default` in every island, executed by `client`'s runtime.
     pub fn default_arms(client: &Client) -> Target {
         Target { arms: None, scope: Scope::All, exec: Exec::of_client(client), ledger: None }

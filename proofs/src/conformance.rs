@@ -37,13 +37,10 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
     })
     .with_kind("conformance")];
     // Each island's `default` on the device against the CPU's, once per island.
-    let mut islands_seen: Vec<&str> = Vec::new();
-    for &entry in registry::arms() {
-        let wanted = crates.is_empty() || crates.contains(&entry.krate);
-        if !wanted || entry.expect != island_runtime::Expect::Equal || islands_seen.contains(&entry.site.id) {
+    for entry in registry::islands() {
+        if !crates.is_empty() && !crates.contains(&entry.krate) {
             continue;
         }
-        islands_seen.push(entry.site.id);
         let device = device.clone();
         let options = options.clone();
         trials.push(
