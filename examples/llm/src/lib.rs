@@ -1,0 +1,26 @@
+//! SmolLM2-135M on island kernels: one source for every backend, and the same logits, byte for
+//! byte, on each.
+//!
+//! - [`model_file`]: where the GGUF lives and whether it is the checked one.
+//! - [`weights`]: the model read from the GGUF; [`quant`]: its Q8_0 and Q4_1 matrices in the
+//!   kernels' layout.
+//! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
+//! - [`kernels`]: every op of the forward pass; [`math`]: the engine's `exp`.
+//! - [`engine`]: the forward pass on a device, with a KV cache.
+//! - [`reference`]: the same forward pass in plain Rust, operation for operation.
+//! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs.
+
+pub mod engine;
+pub mod error;
+pub mod generate;
+pub mod kernels;
+pub mod math;
+pub mod model_file;
+pub mod quant;
+pub mod reference;
+pub mod tokenizer;
+pub mod weights;
+
+pub use engine::Engine;
+pub use error::LlmError;
+pub use weights::Model;

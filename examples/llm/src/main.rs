@@ -1,0 +1,211 @@
+//! `island-llm`: greedy text generation with SmolLM2-135M on any CubeCL runtime, with a hash of
+//! every step's logits, and byte-for-byte comparisons with the CPU runtime or the plain-Rust
+//! reference.
+//!
+//! ```text
+//! island-llm "The three primary colors are"                     # CPU runtime, 32 tokens
+//! island-llm --runtime cuda --tokens 64 --compare cpu "…"       # and the CPU runtime beside it
+//! island-llm --compare reference --tokens 2 "…"                 # the plain-Rust definition
+//! island-llm --runtime vulkan --expect hashes.json "…"          # against a recorded run
+//! ```
+//!
+//! Exit status: 0 when every comparison asked for holds, 1 when one differs, 2 for bad input.
+
+use clap::Parser;
+use island_llm::generate::{self, Agreement, Generation};
+use island_llm::reference::Reference;
+use island_llm::tokenizer::Tok;
+use island_llm::{Engine, LlmError, Model, model_file};
+use island_runtime::runtimes::RuntimeName;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(version, about = "SmolLM2-135M on island kernels: the same logits, byte for byte, on every backend")]
+struct Args {
+    /// The prompt (raw text; --chat wraps it in the model's chat template).
+    prompt: String,
+    /// The runtime to generate on: cpu, cuda, vulkan, webgpu (as built).
+    #[arg(long, default_value = "cpu", value_parser = parse_runtime)]
+    runtime: RuntimeName,
+    /// Tokens to generate.
+    #[arg(long, default_value_t = 32)]
+    tokens: usize,
+    /// Positions the KV cache holds (prompt and generated tokens).
+    #[arg(long, default_value_t = 512)]
+    context: usize,
+    /// The GGUF file (default: $ISLANDS_MODEL, else the cache `scripts/fetch-model.sh` fills).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Run a GGUF other than the checked SmolLM2 file (no size or hash check).
+    #[arg(long)]
+    any_model: bool,
+    /// Wrap the prompt as one user message of the model's chat template.
+    #[arg(long)]
+    chat: bool,
+    /// Also run `cpu` (the CPU runtime) or `reference` (plain Rust) and compare every step's logits.
+    #[arg(long, value_parser = ["cpu", "reference"])]
+    compare: Option<String>,
+    /// Write the run (tokens and logit hashes, JSON) to this file.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Compare every step's logit hash with a run written by --record.
+    #[arg(long)]
+    expect: Option<PathBuf>,
+    /// Print nothing per step (only the summary).
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn parse_runtime(name: &str) -> Result<RuntimeName, String> {
+    RuntimeName::parse(name).ok_or_else(|| format!("unknown runtime `{name}`; expected one of {}", RuntimeName::list()))
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("island-llm: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn chat(prompt: &str) -> String {
+    format!(
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n\
+         <|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"
+    )
+}
+
+fn run(args: &Args) -> Result<bool, LlmError> {
+    let path = args.model.clone().unwrap_or_else(model_file::default_path);
+    let bytes = model_file::read(&path, !args.any_model)?;
+    let model = Model::from_gguf(&bytes)?;
+    drop(bytes);
+    let tok = Tok::new(&model.vocab)?;
+    let text = if args.chat { chat(&args.prompt) } else { args.prompt.clone() };
+    let prompt = tok.encode(&text)?;
+    if prompt.is_empty() || args.tokens == 0 {
+        return Err(LlmError::Setting("the prompt and --tokens must be non-empty".into()));
+    }
+    if prompt.len() + args.tokens > args.context {
+        return Err(LlmError::Setting(format!(
+            "{} prompt tokens and {} to generate do not fit a context of {} (--context)",
+            prompt.len(),
+            args.tokens,
+            args.context
+        )));
+    }
+    let expected = args.expect.as_ref().map(|p| read_record(p)).transpose()?;
+    if let Some(e) = &expected
+        && e.prompt != prompt
+    {
+        return Err(LlmError::Setting(format!("{}: recorded for another prompt", args.expect.as_ref().unwrap().display())));
+    }
+
+    let client = args.runtime.client().map_err(LlmError::Runtime)?;
+    let mut engine = Engine::new(&client, &model, args.context, None)?;
+    println!("model: {} ({} layers, dim {}, vocabulary {})", path.display(), model.config.layers, model.config.dim, model.config.vocab);
+    println!("runtime: {} on `{}` ({})", args.runtime.as_str(), client.properties().identity.name, engine.target());
+    println!("prompt: {} tokens {:?}", prompt.len(), prompt);
+    let mut shown = tok.decode(&prompt)?;
+    print!("{shown}");
+    let quiet = args.quiet;
+    let ours = generate::generate(&mut engine, &prompt, args.tokens, |_, _| {})?;
+    // The text, then the per-step hashes (printed after the run, not to time the printing).
+    let text = tok.decode(&[prompt.clone(), ours.tokens()].concat())?;
+    println!("{}", &text[shown.len().min(text.len())..]);
+    shown = text;
+    if !quiet {
+        for (i, s) in ours.steps.iter().enumerate() {
+            println!("step {i:3}: token {:6} logits sha256 {}", s.token, s.short_hash());
+        }
+    }
+    println!(
+        "{}: prompt {:.1} ms, decode {:.1} tokens/s ({} tokens), {} characters",
+        args.runtime.as_str(),
+        ours.prefill.as_secs_f64() * 1e3,
+        ours.tokens_per_second(),
+        ours.steps.len(),
+        shown.len()
+    );
+    let mut ok = true;
+    if let Some(other) = &args.compare {
+        let theirs = match other.as_str() {
+            "cpu" => {
+                let cpu = RuntimeName::Cpu.client().map_err(LlmError::Runtime)?;
+                let mut e = Engine::new(&cpu, &model, args.context, None)?;
+                generate::generate(&mut e, &prompt, args.tokens, |_, _| {})?
+            }
+            _ => generate::generate(&mut Reference::new(&model, args.context), &prompt, args.tokens, |_, _| {})?,
+        };
+        ok &= report(&format!("{} vs {other}", args.runtime.as_str()), &ours, &theirs);
+    }
+    if let Some(e) = &expected {
+        ok &= report(&format!("{} vs {}", args.runtime.as_str(), args.expect.as_ref().unwrap().display()), &ours, e);
+    }
+    if let Some(p) = &args.record {
+        write_record(p, &ours)?;
+        println!("recorded {} steps in {}", ours.steps.len(), p.display());
+    }
+    Ok(ok)
+}
+
+fn report(what: &str, a: &Generation, b: &Generation) -> bool {
+    match generate::compare(a, b) {
+        Agreement::Identical { steps } if steps == a.steps.len() && steps == b.steps.len() => {
+            println!("{what}: logits byte-identical at all {steps} steps, tokens identical");
+            true
+        }
+        Agreement::Identical { steps } => {
+            println!("{what}: byte-identical for {steps} steps, but one run has {} and the other {}", a.steps.len(), b.steps.len());
+            false
+        }
+        Agreement::Differs { step, values, max_ulp, first } => {
+            let tokens_same = a.tokens() == b.tokens();
+            println!(
+                "{what}: logits DIFFER from step {step}: {values} values, up to {max_ulp} ulp (first at index {first}); tokens {}",
+                if tokens_same { "identical" } else { "differ" }
+            );
+            false
+        }
+    }
+}
+
+/// A recorded run: the prompt, and per step the token and the logits' SHA-256 (the logits
+/// themselves are not kept, so a difference is reported by step only).
+fn write_record(path: &PathBuf, g: &Generation) -> Result<(), LlmError> {
+    let mut out = format!("{{\n  \"prompt\": {:?},\n  \"steps\": [\n", g.prompt);
+    for (i, s) in g.steps.iter().enumerate() {
+        let sep = if i + 1 < g.steps.len() { "," } else { "" };
+        out += &format!("    {{\"token\": {}, \"sha256\": \"{}\"}}{sep}\n", s.token, model_file::hex(&s.hash));
+    }
+    out += "  ]\n}\n";
+    std::fs::write(path, out).map_err(|source| LlmError::Read { path: path.clone(), source })
+}
+
+fn read_record(path: &PathBuf) -> Result<Generation, LlmError> {
+    let bad = |why: String| LlmError::Setting(format!("{}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|source| LlmError::Read { path: path.clone(), source })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let prompt = v["prompt"].as_array().ok_or_else(|| bad("no `prompt` array".into()))?;
+    let prompt = prompt.iter().map(|t| t.as_u64().map(|t| t as u32)).collect::<Option<Vec<_>>>().ok_or_else(|| bad("a prompt token is not a number".into()))?;
+    let steps = v["steps"].as_array().ok_or_else(|| bad("no `steps` array".into()))?;
+    let steps = steps
+        .iter()
+        .map(|s| {
+            let token = s["token"].as_u64().ok_or_else(|| bad("a step without a token".into()))? as u32;
+            let h = s["sha256"].as_str().filter(|h| h.len() == 64).ok_or_else(|| bad("a step without a 64-digit sha256".into()))?;
+            let mut hash = [0u8; 32];
+            for (i, b) in hash.iter_mut().enumerate() {
+                *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).map_err(|e| bad(e.to_string()))?;
+            }
+            Ok(generate::Step { token, hash, logits: Vec::new() })
+        })
+        .collect::<Result<Vec<_>, LlmError>>()?;
+    Ok(Generation { prompt, steps, prefill: Default::default(), decode: Default::default() })
+}
