@@ -1,5 +1,5 @@
-//! Correctly rounded division and square root as islands any kernel can call: the same bits on
-//! every backend. CUDA takes its own `/` and `sqrt`, which NVRTC compiles, without fast math, to
+//! Correctly rounded division, square root and fused multiply-add as islands any kernel can
+//! call: the same bits on every backend. CUDA takes its own `/` and `sqrt`, which NVRTC compiles, without fast math, to
 //! `div.rn.f32` and `sqrt.rn.f32`; every other backend takes `default`, the integer formulation
 //! of [`crate::portable`], because its native operations are not promised correctly rounded
 //! (Vulkan allows 2.5 ulp for `OpFDiv` and lets `sqrt` inherit `inversesqrt`'s error; on the
@@ -37,6 +37,68 @@ pub fn sqrt(x: f32, #[comptime] target: Target) -> f32 {
         proof(x: f32) -> f32;
         cuda => ieee_sqrt::call(x, target),
         default => portable::sqrt_rn(x),
+    }
+}
+
+/// `a·b + c` in binary32 with one rounding, on every backend. CUDA's `fma` is `fma.rn.f32`;
+/// Vulkan's `Fma` may round the product first (its specification allows a multiply followed by
+/// an add; lavapipe does so), so that arm runs only on a device whose record shows it fused;
+/// `default` is [`portable::fma_rn`].
+#[islands]
+#[cube]
+pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32) -> f32;
+        cuda => ieee_fma::call(a, b, c, target),
+        vulkan => vulkan_fma::call(a, b, c, target),
+        default => portable::fma_rn(a, b, c),
+    }
+}
+
+/// CUDA's `fma` on f32: `fma.rn.f32`, one rounding.
+#[intrinsic(
+    name = "exact::fma<f32>",
+    semantics = defined,
+    summary = "a·b + c in binary32 with one rounding (CUDA's fma is fma.rn.f32)",
+    check = fma,
+    lowerings(cuda => "fma("),
+)]
+pub mod ieee_fma {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda(a: f32, b: f32, c: f32) -> f32 {
+        cubecl::prelude::fma(a, b, c)
+    }
+
+    /// The CPU runtime's `fma` (LLVM's `llvm.fma`, one rounding).
+    #[cube]
+    pub fn emulate(a: f32, b: f32, c: f32) -> f32 {
+        cubecl::prelude::fma(a, b, c)
+    }
+}
+
+/// Vulkan's `Fma` (GLSL.std.450) on f32: one rounding where the driver fuses it, which the
+/// Vulkan specification does not promise.
+#[intrinsic(
+    name = "exact::fma<f32> (Vulkan)",
+    semantics = device_defined("whether GLSL.std.450 Fma rounds once: Vulkan allows a rounded product and a separate add"),
+    summary = "a·b + c in binary32 through Vulkan's Fma, one rounding on drivers that fuse it",
+    check = fma,
+    lowerings(vulkan => "Fma"),
+)]
+pub mod vulkan_fma {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn vulkan(a: f32, b: f32, c: f32) -> f32 {
+        cubecl::prelude::fma(a, b, c)
+    }
+
+    /// A fused multiply-add, what a driver that fuses computes.
+    #[cube]
+    pub fn emulate(a: f32, b: f32, c: f32) -> f32 {
+        cubecl::prelude::fma(a, b, c)
     }
 }
 

@@ -146,6 +146,33 @@ pub fn div_rn(a: f32, b: f32) -> f32 {
     f32::reinterpret(bits)
 }
 
+/// `a·b + c` in IEEE 754 binary32 with one rounding (to nearest even): the fused multiply-add,
+/// on every runtime with binary64 arithmetic, including Vulkan drivers whose `Fma` rounds the
+/// product first (the Vulkan specification allows it; lavapipe does it). The binary64 product
+/// of two binary32 values is exact, so `p + c` is one binary64 rounding whether or not a
+/// compiler fuses it; Knuth's two-sum recovers that rounding's error, and the sum is rounded
+/// to odd (its last bit set when inexact) so that the final rounding to binary32 is correct
+/// (binary64 has more than twice binary32's precision plus two bits). Special values follow
+/// IEEE through the binary64 operations.
+#[cube]
+pub fn fma_rn(a: f32, b: f32, c: f32) -> f32 {
+    let p = f64::cast_from(a) * f64::cast_from(b);
+    let c = f64::cast_from(c);
+    let s = p + c;
+    let bp = s - p;
+    let e = (p - (s - bp)) + (c - bp);
+    let mut bits = u64::reinterpret(s);
+    // Only a finite, inexact sum with an even last bit moves: toward the exact value.
+    if (bits & 0x7ff0_0000_0000_0000u64) != 0x7ff0_0000_0000_0000u64 && e != 0.0 && (bits & 1u64) == 0u64 {
+        if (e > 0.0 && s > 0.0) || (e < 0.0 && s < 0.0) {
+            bits += 1u64;
+        } else {
+            bits -= 1u64;
+        }
+    }
+    f32::cast_from(f64::reinterpret(bits))
+}
+
 /// `sqrt(x)` in IEEE 754 binary32, rounded to nearest even, with integer arithmetic only (Vulkan
 /// lets `sqrt` inherit the error of `inversesqrt`). `sqrt(-0) = -0`; negative inputs and NaNs give
 /// the canonical quiet NaN.

@@ -209,7 +209,7 @@ impl Engine {
             self.quantize(&sc.h, c.dim);
             self.matvec(&layer.qkv, c.dim, &sc.qkv);
             let (count, dim) = grid(c.dim / 2 + kv, UNITS);
-            rope_store::launch(
+            rope_store::launch_with(
                 client,
                 count,
                 dim,
@@ -222,9 +222,10 @@ impl Engine {
                 self.pos as u32,
                 (base + self.pos * kv) as u32,
                 attn,
+                t,
             );
             let (count, dim) = grid(c.heads * n, UNITS);
-            scores::launch(
+            scores::launch_with(
                 client,
                 count,
                 dim,
@@ -234,11 +235,12 @@ impl Engine {
                 n as u32,
                 base as u32,
                 attn,
+                t,
             );
             let (count, dim) = grid(c.heads, UNITS);
             softmax::launch_with(client, count, dim, buf(&sc.s, c.heads * self.context), n as u32, attn, t);
             let (count, dim) = grid(c.dim, UNITS);
-            attend::launch(
+            attend::launch_with(
                 client,
                 count,
                 dim,
@@ -248,6 +250,7 @@ impl Engine {
                 n as u32,
                 base as u32,
                 attn,
+                t,
             );
             self.quantize(&sc.att, c.dim);
             self.matvec(&layer.out, c.dim, &sc.x);

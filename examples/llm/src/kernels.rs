@@ -2,8 +2,9 @@
 //!
 //! Each kernel gives one unit one output and computes it alone, in a fixed order: no shared
 //! memory, no barriers, no reduction split between units. The order of every float operation is
-//! therefore the program's, on the CPU runtime as on a GPU. Every `a·b + c` is an explicit
-//! `fma`, so no compiler can contract or leave one; divisions and square roots go through
+//! therefore the program's, on the CPU runtime as on a GPU. Every `a·b + c` is
+//! [`island_intrinsics::exact::fma`] (one rounding on every backend, Vulkan drivers that round
+//! the product first included), so no compiler can contract or split one; divisions and square roots go through
 //! [`island_intrinsics::exact`] (correctly rounded everywhere); `exp` is [`crate::math::exp`];
 //! RoPE's cosines and sines come from host tables. The islands are the dp4a in the matvec (the
 //! examples' [`dot_word`]) and the activation quantizer's block maximum
@@ -62,7 +63,7 @@ pub fn qmatvec(
                 for j in 0..4usize {
                     sumi = dot_word(w1.extract(j), x1.extract(j), sumi, target);
                 }
-                acc = fma(scale, f32::cast_from(sumi), acc);
+                acc = exact::fma(scale, f32::cast_from(sumi), acc, target);
             } else {
                 // Byte j of a word holds weight j (low nibble) and weight j + 16 (high).
                 let v = w[b * rows + row];
@@ -75,8 +76,8 @@ pub fn qmatvec(
                     sumx = dot_word(0x0101_0101, x0.extract(j), sumx, target);
                     sumx = dot_word(0x0101_0101, x1.extract(j), sumx, target);
                 }
-                acc = fma(scale, f32::cast_from(sumi), acc);
-                acc = fma(m[b * rows + row] * xd[b], f32::cast_from(sumx), acc);
+                acc = exact::fma(scale, f32::cast_from(sumi), acc, target);
+                acc = exact::fma(m[b * rows + row] * xd[b], f32::cast_from(sumx), acc, target);
             }
         }
         if comptime!(shape.accumulate) {
@@ -97,7 +98,7 @@ pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usi
         let mut ss = 0.0f32;
         for j in 0..n {
             let v = x[j];
-            ss = fma(v, v, ss);
+            ss = exact::fma(v, v, ss, target);
         }
         let mean = exact::div(ss, n as f32, target);
         let inv = exact::div(1.0f32, exact::sqrt(mean + eps, target), target);
@@ -136,6 +137,7 @@ impl AttnShape {
 /// `(2i, 2i + 1)` of each head rotated by the host's table entry `(pos, i)`:
 /// `(fma(x0, c, −x1·s), fma(x0, s, x1·c))`. The rotated query goes to `q`, the rotated key and
 /// the value to the caches at value offset `at` (the layer's slot for `pos`). One unit per pair.
+#[islands]
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn rope_store(
@@ -158,8 +160,8 @@ pub fn rope_store(
         let t = usize::cast_from(pos) * half + u % half;
         let (c, s) = (cos[t], sin[t]);
         let (x0, x1) = (qkv[2 * u], qkv[2 * u + 1]);
-        let y0 = fma(x0, c, -(x1 * s));
-        let y1 = fma(x0, s, x1 * c);
+        let y0 = exact::fma(x0, c, -(x1 * s), target);
+        let y1 = exact::fma(x0, s, x1 * c, target);
         if u < qp {
             q[2 * u] = y0;
             q[2 * u + 1] = y1;
@@ -179,6 +181,7 @@ pub fn rope_store(
 /// `s[h, j] = (q_h · k_j) / 8` for every head `h` and cached position `j < n`, the dot in
 /// order `fma(q[d], k[d], acc)`. One unit per (head, position); `base` is the layer's first
 /// cache value.
+#[islands]
 #[cube(launch)]
 pub fn scores(q: &[f32], kc: &[f32], s: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
     let u = ABSOLUTE_POS;
@@ -190,7 +193,7 @@ pub fn scores(q: &[f32], kc: &[f32], s: &mut [f32], n: u32, base: u32, #[comptim
         let k0 = usize::cast_from(base) + j * kv_dim + h / comptime!(shape.heads / shape.kv_heads) * hd;
         let mut acc = 0.0f32;
         for d in 0..hd {
-            acc = fma(q[h * hd + d], kc[k0 + d], acc);
+            acc = exact::fma(q[h * hd + d], kc[k0 + d], acc, target);
         }
         s[h * comptime!(shape.context) + j] = acc * 0.125f32;
     }
@@ -211,7 +214,7 @@ pub fn softmax(s: &mut [f32], n: u32, #[comptime] shape: AttnShape) {
         }
         let mut sum = 0.0f32;
         for j in 0..n {
-            let e = exp(s[row + j] - m);
+            let e = exp(s[row + j] - m, target);
             s[row + j] = e;
             sum += e;
         }
@@ -223,6 +226,7 @@ pub fn softmax(s: &mut [f32], n: u32, #[comptime] shape: AttnShape) {
 
 /// `out[h, d] = Σ_j p[h, j] · v_j[d]` over the cached positions in order (`fma`). One unit per
 /// (head, dimension).
+#[islands]
 #[cube(launch)]
 pub fn attend(p: &[f32], vc: &[f32], out: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
     let u = ABSOLUTE_POS;
@@ -233,7 +237,7 @@ pub fn attend(p: &[f32], vc: &[f32], out: &mut [f32], n: u32, base: u32, #[compt
         let v0 = usize::cast_from(base) + h / comptime!(shape.heads / shape.kv_heads) * hd + d;
         let mut acc = 0.0f32;
         for j in 0..usize::cast_from(n) {
-            acc = fma(p[h * comptime!(shape.context) + j], vc[v0 + j * kv_dim], acc);
+            acc = exact::fma(p[h * comptime!(shape.context) + j], vc[v0 + j * kv_dim], acc, target);
         }
         out[u] = acc;
     }
@@ -246,6 +250,6 @@ pub fn swiglu(gate_up: &[f32], a: &mut [f32], #[comptime] n: usize) {
     let i = ABSOLUTE_POS;
     if i < n {
         let g = gate_up[i];
-        a[i] = exact::div(g, 1.0f32 + exp(-g), target) * gate_up[n + i];
+        a[i] = exact::div(g, 1.0f32 + exp(-g, target), target) * gate_up[n + i];
     }
 }

@@ -3,13 +3,15 @@
 //! No backend's `exp` is used: CUDA's `expf`, Vulkan's `Exp` and LLVM's `llvm.exp` are each
 //! accurate to a few ulp but not the same function. This one reduces `x = k·ln 2 + r` (Cody and
 //! Waite's two-part `ln 2`), evaluates the degree-7 Taylor polynomial of `e^r` for
-//! `|r| ≤ ln 2 / 2` by Horner's rule with explicit `fma` (relative error below 3·10⁻⁷), and
+//! `|r| ≤ ln 2 / 2` by Horner's rule with [`exact::fma`] (relative error below 3·10⁻⁷), and
 //! scales by `2^k` in two exact steps. Results below the smallest normal float are 0: the
 //! H200's Vulkan driver flushes subnormal results of ordinary arithmetic, so a subnormal here
 //! would make that backend differ; flushing in the definition makes every backend agree.
 //! [`exp_host`] is the same function in plain Rust, operation for operation.
 
 use cubecl::prelude::*;
+use island_intrinsics::exact;
+use island_runtime::Target;
 
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 /// `ln 2` split so that `k·LN2_HI` is exact for `|k| < 2^9`.
@@ -31,23 +33,23 @@ const MIN_NORMAL: f32 = f32::MIN_POSITIVE;
 /// `e^x` as defined above: +∞ above 88.8, 0 where the result would be below the normal range,
 /// the canonical quiet NaN for a NaN.
 #[cube]
-pub fn exp(x: f32) -> f32 {
+pub fn exp(x: f32, #[comptime] target: Target) -> f32 {
     let mut y = 0.0f32;
     if x != x {
         y = f32::reinterpret(0x7fc0_0000u32);
     } else if x > OVERFLOW {
         y = f32::reinterpret(0x7f80_0000u32);
     } else if x >= UNDERFLOW {
-        let k = fma(x, LOG2E, 0.5f32).floor();
-        let r = fma(-k, LN2_HI, x);
-        let r = fma(-k, LN2_LO, r);
-        let mut p = fma(T7, r, T6);
-        p = fma(p, r, T5);
-        p = fma(p, r, T4);
-        p = fma(p, r, T3);
-        p = fma(p, r, T2);
-        p = fma(p, r, 1.0f32);
-        p = fma(p, r, 1.0f32);
+        let k = exact::fma(x, LOG2E, 0.5f32, target).floor();
+        let r = exact::fma(-k, LN2_HI, x, target);
+        let r = exact::fma(-k, LN2_LO, r, target);
+        let mut p = exact::fma(T7, r, T6, target);
+        p = exact::fma(p, r, T5, target);
+        p = exact::fma(p, r, T4, target);
+        p = exact::fma(p, r, T3, target);
+        p = exact::fma(p, r, T2, target);
+        p = exact::fma(p, r, 1.0f32, target);
+        p = exact::fma(p, r, 1.0f32, target);
         let ki = i32::cast_from(k);
         let k1 = ki / 2;
         let k2 = ki - k1;
