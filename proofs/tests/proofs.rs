@@ -4,6 +4,7 @@
 
 mod examples;
 mod ledger;
+mod llm;
 mod negative;
 mod slow;
 mod tensor_core;
@@ -20,6 +21,7 @@ fn main() {
         ("proofs", concat!(env!("CARGO_MANIFEST_DIR"), "/tests").to_string()),
     ]));
     trials.extend(examples::trials());
+    trials.extend(llm::trials());
     trials.extend(ledger::trials());
     trials.extend(tensor_core::trials());
     // The fixtures (crate `proofs`) keep no ledger.

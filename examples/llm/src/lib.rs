@@ -7,11 +7,13 @@
 //! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
 //! - [`kernels`]: every op of the forward pass; [`math`]: the engine's `exp`.
 //! - [`engine`]: the forward pass on a device, with a KV cache.
-//! - [`reference`]: the same forward pass in plain Rust, operation for operation.
+//! - [`reference`]: the same forward pass in plain Rust, operation for operation;
+//!   [`float_reference`]: the textbook forward pass in f64, to show the engine is also correct.
 //! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs.
 
 pub mod engine;
 pub mod error;
+pub mod float_reference;
 pub mod generate;
 pub mod kernels;
 pub mod math;

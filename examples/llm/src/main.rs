@@ -6,6 +6,7 @@
 //! island-llm "The three primary colors are"                     # CPU runtime, 32 tokens
 //! island-llm --runtime cuda --tokens 64 --compare cpu "…"       # and the CPU runtime beside it
 //! island-llm --compare reference --tokens 2 "…"                 # the plain-Rust definition
+//! island-llm --compare float "…"                                # an f64 textbook forward pass
 //! island-llm --runtime vulkan --expect hashes.json "…"          # against a recorded run
 //! ```
 //!
@@ -13,6 +14,7 @@
 
 use clap::Parser;
 use island_llm::generate::{self, Agreement, Generation};
+use island_llm::float_reference::FloatReference;
 use island_llm::reference::Reference;
 use island_llm::tokenizer::Tok;
 use island_llm::{Engine, LlmError, Model, model_file};
@@ -43,8 +45,10 @@ struct Args {
     /// Wrap the prompt as one user message of the model's chat template.
     #[arg(long)]
     chat: bool,
-    /// Also run `cpu` (the CPU runtime) or `reference` (plain Rust) and compare every step's logits.
-    #[arg(long, value_parser = ["cpu", "reference"])]
+    /// Also run `cpu` (the CPU runtime) or `reference` (plain Rust, the same operations) and
+    /// compare every step's logits byte for byte, or `float` (the textbook forward pass in f64 on
+    /// the same tokens) and report how far the logits are and whether greedy picks agree.
+    #[arg(long, value_parser = ["cpu", "reference", "float"])]
     compare: Option<String>,
     /// Write the run (tokens and logit hashes, JSON) to this file.
     #[arg(long)]
@@ -134,7 +138,9 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         shown.len()
     );
     let mut ok = true;
-    if let Some(other) = &args.compare {
+    if args.compare.as_deref() == Some("float") {
+        float_report(&model, &ours);
+    } else if let Some(other) = &args.compare {
         let theirs = match other.as_str() {
             "cpu" => {
                 let cpu = RuntimeName::Cpu.client().map_err(LlmError::Runtime)?;
@@ -153,6 +159,33 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         println!("recorded {} steps in {}", ours.steps.len(), p.display());
     }
     Ok(ok)
+}
+
+/// The engine's logits beside the f64 textbook forward pass on the same tokens.
+fn float_report(model: &Model, ours: &Generation) {
+    let mut reference = FloatReference::new(model);
+    let tokens: Vec<u32> = [&ours.prompt[..], &ours.tokens()[..ours.steps.len() - 1]].concat();
+    let first = ours.prompt.len() - 1;
+    let (mut worst, mut agree, mut disagreements) = (0.0f64, 0, Vec::new());
+    for (i, &t) in tokens.iter().enumerate() {
+        let logits = reference.step(t);
+        if i < first {
+            continue;
+        }
+        let step = i - first;
+        let e = FloatReference::compare(&ours.steps[step].logits, &logits);
+        worst = worst.max(e.max_abs);
+        if e.same_argmax {
+            agree += 1;
+        } else {
+            disagreements.push(format!("step {step} (reference margin {:.4})", e.margin));
+        }
+    }
+    println!(
+        "vs the f64 reference on the same tokens: greedy choice agrees at {agree} of {} steps, max |logit difference| {worst:.4}{}",
+        ours.steps.len(),
+        if disagreements.is_empty() { String::new() } else { format!("; differs at {}", disagreements.join(", ")) }
+    );
 }
 
 fn report(what: &str, a: &Generation, b: &Generation) -> bool {

@@ -1,0 +1,184 @@
+//! The model engine (`examples/llm`) end to end: on the CPU runtime its logits equal the
+//! plain-Rust reference's bit for bit, on every device runtime of the conformance list they equal
+//! the CPU runtime's, and a bad model file is an error that names it.
+
+use island_llm::generate::{self, Agreement};
+use island_llm::reference::Reference;
+use island_llm::tokenizer::Tok;
+use island_llm::{Engine, LlmError, Model, model_file};
+use island_runtime::runtimes::RuntimeName;
+use libtest_mimic::{Failed, Trial};
+use std::sync::OnceLock;
+
+/// The prompt of every run here, and the steps each run generates.
+const PROMPT: &str = "The three primary colors are";
+const STEPS: usize = 3;
+const CONTEXT: usize = 16;
+
+pub fn trials() -> Vec<Trial> {
+    let mut trials = vec![
+        Trial::test("examples::llm::cpu_runtime_logits_equal_the_reference", cpu_equals_reference),
+        Trial::test("examples::llm::tokenizer_splits_digits_and_keeps_control_tokens", tokenizer),
+        Trial::test("examples::llm::exp_matches_its_definition_at_the_edges", exp_edges),
+        Trial::test("examples::llm::bad_model_files_are_errors", bad_files),
+    ];
+    if let Ok(runtimes) = proofs::conformance_runtimes() {
+        for r in runtimes {
+            trials.push(Trial::test(format!("examples::llm::{}_logits_equal_the_cpu_runtime", r.as_str()), move || device_equals_cpu(r)));
+        }
+    }
+    trials.into_iter().map(|t| t.with_kind("example")).collect()
+}
+
+fn model() -> Result<&'static Model, Failed> {
+    static MODEL: OnceLock<Result<Model, String>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let bytes = model_file::read(&model_file::default_path(), true).map_err(|e| e.to_string())?;
+            Model::from_gguf(&bytes).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Failed::from(e.as_str()))
+}
+
+fn prompt(model: &Model) -> Result<Vec<u32>, Failed> {
+    Ok(Tok::new(&model.vocab)?.encode(PROMPT)?)
+}
+
+fn run_on(r: RuntimeName, model: &Model, prompt: &[u32]) -> Result<generate::Generation, Failed> {
+    let client = r.client()?;
+    let mut engine = Engine::new(&client, model, CONTEXT, None)?;
+    Ok(generate::generate(&mut engine, prompt, STEPS, |_, _| {})?)
+}
+
+fn agree(what: &str, a: &generate::Generation, b: &generate::Generation) -> Result<(), Failed> {
+    match generate::compare(a, b) {
+        Agreement::Identical { steps } if steps == STEPS => Ok(()),
+        other => Err(format!("{what}: {other:?} (tokens {:?} and {:?})", a.tokens(), b.tokens()).into()),
+    }
+}
+
+/// Every kernel's order and rounding against their plain-Rust definition, on the real weights
+/// and activations of 7 positions (30 layers each: every op thousands of times, at the model's
+/// shapes), logits compared bit for bit.
+fn cpu_equals_reference() -> Result<(), Failed> {
+    let model = model()?;
+    let prompt = prompt(model)?;
+    let ours = run_on(RuntimeName::Cpu, model, &prompt)?;
+    let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, |_, _| {})?;
+    agree("the CPU runtime against the reference", &ours, &theirs)
+}
+
+fn device_equals_cpu(r: RuntimeName) -> Result<(), Failed> {
+    let model = model()?;
+    let prompt = prompt(model)?;
+    let cpu = run_on(RuntimeName::Cpu, model, &prompt)?;
+    let device = run_on(r, model, &prompt)?;
+    agree(&format!("`{}` against the CPU runtime", r.as_str()), &device, &cpu)
+}
+
+/// Texts whose byte-level BPE pieces are known: whole words with their space marker `Ġ`, a
+/// control token matched whole, a newline (`Ċ`), and a number split into its digits (the
+/// `smollm` pre-tokenizer); each must encode to those vocabulary entries and decode back.
+fn tokenizer() -> Result<(), Failed> {
+    let vocab = &model()?.vocab;
+    let tok = Tok::new(vocab)?;
+    let cases: [(&str, &[&str]); 3] = [
+        (PROMPT, &["The", "Ġthree", "Ġprimary", "Ġcolors", "Ġare"]),
+        ("<|im_start|>user\nHi", &["<|im_start|>", "user", "Ċ", "Hi"]),
+        ("in 2026", &["in", "Ġ", "2", "0", "2", "6"]),
+    ];
+    for (text, pieces) in cases {
+        let want = pieces
+            .iter()
+            .map(|p| vocab.tokens.iter().position(|t| t == p).map(|i| i as u32).ok_or(format!("`{p}` is not in the vocabulary")))
+            .collect::<Result<Vec<u32>, String>>()?;
+        let got = tok.encode(text)?;
+        if got != want {
+            return Err(format!("{text:?} encodes to {got:?}, expected {want:?} ({pieces:?})").into());
+        }
+        if tok.decode(&got)? != text {
+            return Err(format!("{text:?} does not decode back to itself").into());
+        }
+    }
+    Ok(())
+}
+
+/// The kernel `exp` against [`island_llm::math::exp_host`] on the values where it changes
+/// regime: NaN, ±∞, the overflow and underflow thresholds and their neighbours, the subnormal
+/// flush, zero of both signs, reduction boundaries `k·ln2 ± ½ulp`, and a sweep.
+fn exp_edges() -> Result<(), Failed> {
+    use island_runtime::__private::cubecl::prelude::*;
+    let client = proofs::cpu()?;
+    let mut xs = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 88.8, -88.0, 88.72283, -87.33654, -87.3365, 1e-30, -1e-30];
+    for base in [88.8f32, -88.0, 88.72283, -87.33654, 0.0] {
+        let b = base.to_bits();
+        xs.extend([f32::from_bits(b + 1), f32::from_bits(b.wrapping_sub(1))]);
+    }
+    for k in -127..=128 {
+        let x = k as f32 * std::f32::consts::LN_2 * 0.5;
+        xs.extend([x, f32::from_bits(x.to_bits() + 1), f32::from_bits(x.to_bits().wrapping_sub(1))]);
+    }
+    xs.extend((0..4096).map(|i| -90.0 + i as f32 * (180.0 / 4096.0)));
+    xs.retain(|x| x.is_nan() || x.to_bits() != 0xffff_ffff);
+    let n = xs.len();
+    let (x, y) = (client.create_from_slice(f32::as_bytes(&xs)), client.empty(n * 4));
+    // SAFETY: both handles hold `n` f32 values.
+    unsafe {
+        exp_kernel::launch_with(
+            &client,
+            CubeCount::Static((n as u32).div_ceil(64), 1, 1),
+            CubeDim::new_1d(64),
+            BufferArg::from_raw_parts(x, n),
+            BufferArg::from_raw_parts(y.clone(), n),
+            island_runtime::Target::for_client(&client),
+        );
+    }
+    let got = f32::from_bytes(&island_runtime::readback::read(&client, y)?).to_vec();
+    for (i, &x) in xs.iter().enumerate() {
+        let want = island_llm::math::exp_host(x);
+        if got[i].to_bits() != want.to_bits() {
+            return Err(format!("exp({x:e}) = {:e} in the kernel, {want:e} by definition", got[i]).into());
+        }
+        let close = x.is_nan() || x > 88.8 || x < -87.3 || ((want as f64) / (x as f64).exp() - 1.0).abs() < 1e-6;
+        if !close {
+            return Err(format!("exp({x:e}) = {want:e}, but e^x = {:e}", (x as f64).exp()).into());
+        }
+        if want != 0.0 && want < f32::MIN_POSITIVE {
+            return Err(format!("exp({x:e}) = {want:e} is subnormal; the definition flushes it").into());
+        }
+    }
+    Ok(())
+}
+
+#[island_runtime::islands]
+#[island_runtime::__private::cubecl::cube(launch)]
+fn exp_kernel(x: &[f32], y: &mut [f32]) {
+    let i = ABSOLUTE_POS;
+    if i < x.len() {
+        y[i] = island_llm::math::exp(x[i], target);
+    }
+}
+
+fn bad_files() -> Result<(), Failed> {
+    let dir = std::env::temp_dir().join(format!("islands-llm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let missing = dir.join("absent.gguf");
+    let short = dir.join("short.gguf");
+    std::fs::write(&short, b"GGUF\x03\x00\x00\x00 not a model")?;
+    let checks: Vec<(&str, Result<Model, LlmError>, &str)> = vec![
+        ("a missing file", model_file::read(&missing, true).and_then(|b| Model::from_gguf(&b)), "fetch-model.sh"),
+        ("a file of the wrong size", model_file::read(&short, true).and_then(|b| Model::from_gguf(&b)), "bytes, expected"),
+        ("a truncated GGUF", model_file::read(&short, false).and_then(|b| Model::from_gguf(&b)), "does not parse"),
+        ("no GGUF at all", Model::from_gguf(b"not a gguf file at all"), "does not parse"),
+    ];
+    let _ = std::fs::remove_dir_all(&dir);
+    for (what, result, needle) in checks {
+        match result {
+            Ok(_) => return Err(format!("{what} was accepted").into()),
+            Err(e) if e.to_string().contains(needle) => {}
+            Err(e) => return Err(format!("{what}: the error `{e}` does not say `{needle}`").into()),
+        }
+    }
+    Ok(())
+}
