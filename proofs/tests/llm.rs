@@ -16,18 +16,22 @@ const STEPS: usize = 3;
 const CONTEXT: usize = 16;
 
 pub fn trials() -> Vec<Trial> {
-    let mut trials = vec![
-        Trial::test("examples::llm::cpu_runtime_logits_equal_the_reference", cpu_equals_reference),
-        Trial::test("examples::llm::tokenizer_splits_digits_and_keeps_control_tokens", tokenizer),
-        Trial::test("examples::llm::exp_matches_its_definition_at_the_edges", exp_edges),
-        Trial::test("examples::llm::bad_model_files_are_errors", bad_files),
-    ];
+    let mut trials = vec![Trial::test("examples::llm::cpu_runtime_logits_equal_the_reference", cpu_equals_reference).with_kind(proofs::MODEL)];
     if let Ok(runtimes) = proofs::conformance_runtimes() {
         for r in runtimes {
-            trials.push(Trial::test(format!("examples::llm::{}_logits_equal_the_cpu_runtime", r.as_str()), move || device_equals_cpu(r)));
+            let name = format!("examples::llm::{}_logits_equal_the_cpu_runtime", r.as_str());
+            trials.push(Trial::test(name, move || device_equals_cpu(r)).with_kind(proofs::MODEL));
         }
     }
-    trials.into_iter().map(|t| t.with_kind("example")).collect()
+    trials.extend(
+        [
+            Trial::test("examples::llm::tokenizer_splits_digits_and_keeps_control_tokens", tokenizer),
+            Trial::test("examples::llm::exp_matches_its_definition_at_the_edges", exp_edges),
+            Trial::test("examples::llm::bad_model_files_are_errors", bad_files),
+        ]
+        .map(|t| t.with_kind("example")),
+    );
+    trials
 }
 
 fn model() -> Result<&'static Model, Failed> {
@@ -48,7 +52,7 @@ fn prompt(model: &Model) -> Result<Vec<u32>, Failed> {
 fn run_on(r: RuntimeName, model: &Model, prompt: &[u32]) -> Result<generate::Generation, Failed> {
     let client = r.client()?;
     let mut engine = Engine::new(&client, model, CONTEXT, None)?;
-    Ok(generate::generate(&mut engine, prompt, STEPS, |_, _| {})?)
+    Ok(generate::generate(&mut engine, prompt, STEPS, None, |_, _| {})?)
 }
 
 fn agree(what: &str, a: &generate::Generation, b: &generate::Generation) -> Result<(), Failed> {
@@ -65,7 +69,7 @@ fn cpu_equals_reference() -> Result<(), Failed> {
     let model = model()?;
     let prompt = prompt(model)?;
     let ours = run_on(RuntimeName::Cpu, model, &prompt)?;
-    let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, |_, _| {})?;
+    let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, None, |_, _| {})?;
     agree("the CPU runtime against the reference", &ours, &theirs)
 }
 
@@ -125,7 +129,7 @@ fn exp_edges() -> Result<(), Failed> {
     let (x, y) = (client.create_from_slice(f32::as_bytes(&xs)), client.empty(n * 4));
     // SAFETY: both handles hold `n` f32 values.
     unsafe {
-        exp_kernel::launch_with(
+        island_llm::math::exp_each::launch_with(
             &client,
             CubeCount::Static((n as u32).div_ceil(64), 1, 1),
             CubeDim::new_1d(64),
@@ -140,24 +144,24 @@ fn exp_edges() -> Result<(), Failed> {
         if got[i].to_bits() != want.to_bits() {
             return Err(format!("exp({x:e}) = {:e} in the kernel, {want:e} by definition", got[i]).into());
         }
-        let close = x.is_nan() || x > 88.8 || x < -87.3 || ((want as f64) / (x as f64).exp() - 1.0).abs() < 1e-6;
+        let exact = (x as f64).exp();
+        let close = if x.is_nan() {
+            want.is_nan()
+        } else if exact > f32::MAX as f64 {
+            want == f32::INFINITY
+        } else if exact < f32::MIN_POSITIVE as f64 {
+            want == 0.0
+        } else {
+            (want as f64 / exact - 1.0).abs() < 1e-6
+        };
         if !close {
-            return Err(format!("exp({x:e}) = {want:e}, but e^x = {:e}", (x as f64).exp()).into());
+            return Err(format!("exp({x:e}) = {want:e}, but e^x = {exact:e}").into());
         }
         if want != 0.0 && want < f32::MIN_POSITIVE {
             return Err(format!("exp({x:e}) = {want:e} is subnormal; the definition flushes it").into());
         }
     }
     Ok(())
-}
-
-#[island_runtime::islands]
-#[island_runtime::__private::cubecl::cube(launch)]
-fn exp_kernel(x: &[f32], y: &mut [f32]) {
-    let i = ABSOLUTE_POS;
-    if i < x.len() {
-        y[i] = island_llm::math::exp(x[i], target);
-    }
 }
 
 fn bad_files() -> Result<(), Failed> {

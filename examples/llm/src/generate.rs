@@ -82,12 +82,13 @@ pub fn hash(logits: &[f32]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Feeds `prompt` one token a step, then generates `count` tokens greedily; `on_step` sees
-/// each step as it comes.
+/// Feeds `prompt` one token a step, then generates up to `count` tokens greedily, stopping
+/// after `stop` (the end-of-sequence token) if it is given; `on_step` sees each step as it comes.
 pub fn generate(
     f: &mut dyn Forward,
     prompt: &[u32],
     count: usize,
+    stop: Option<u32>,
     mut on_step: impl FnMut(usize, &Step),
 ) -> Result<Generation, LlmError> {
     let (last, head) = prompt.split_last().ok_or_else(|| LlmError::Setting("the prompt has no tokens".into()))?;
@@ -109,6 +110,9 @@ pub fn generate(
         on_step(i, &step);
         token = step.token;
         steps.push(step);
+        if Some(token) == stop {
+            break;
+        }
     }
     Ok(Generation { prompt: prompt.to_vec(), steps, prefill, decode: decode_start.elapsed() })
 }

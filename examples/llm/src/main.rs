@@ -56,6 +56,9 @@ struct Args {
     /// Compare every step's logit hash with a run written by --record.
     #[arg(long)]
     expect: Option<PathBuf>,
+    /// Generate all --tokens even past the end-of-sequence token (for timing).
+    #[arg(long)]
+    ignore_eos: bool,
     /// Print nothing per step (only the summary).
     #[arg(long)]
     quiet: bool,
@@ -119,7 +122,8 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     let mut shown = tok.decode(&prompt)?;
     print!("{shown}");
     let quiet = args.quiet;
-    let ours = generate::generate(&mut engine, &prompt, args.tokens, |_, _| {})?;
+    let stop = (!args.ignore_eos).then_some(model.vocab.eos);
+    let ours = generate::generate(&mut engine, &prompt, args.tokens, stop, |_, _| {})?;
     // The text, then the per-step hashes (printed after the run, not to time the printing).
     let text = tok.decode(&[prompt.clone(), ours.tokens()].concat())?;
     println!("{}", &text[shown.len().min(text.len())..]);
@@ -145,9 +149,9 @@ fn run(args: &Args) -> Result<bool, LlmError> {
             "cpu" => {
                 let cpu = RuntimeName::Cpu.client().map_err(LlmError::Runtime)?;
                 let mut e = Engine::new(&cpu, &model, args.context, None)?;
-                generate::generate(&mut e, &prompt, args.tokens, |_, _| {})?
+                generate::generate(&mut e, &prompt, args.tokens, stop, |_, _| {})?
             }
-            _ => generate::generate(&mut Reference::new(&model, args.context), &prompt, args.tokens, |_, _| {})?,
+            _ => generate::generate(&mut Reference::new(&model, args.context), &prompt, args.tokens, stop, |_, _| {})?,
         };
         ok &= report(&format!("{} vs {other}", args.runtime.as_str()), &ours, &theirs);
     }

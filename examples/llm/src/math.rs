@@ -63,6 +63,16 @@ pub fn exp(x: f32, #[comptime] target: Target) -> f32 {
     y
 }
 
+/// `y[i] = exp(x[i])`: the kernel the checks hold to [`exp_host`].
+#[island_runtime::islands]
+#[cube(launch)]
+pub fn exp_each(x: &[f32], y: &mut [f32]) {
+    let i = ABSOLUTE_POS;
+    if i < x.len() {
+        y[i] = exp(x[i], target);
+    }
+}
+
 /// [`exp`] in plain Rust, operation for operation (`mul_add` is a fused multiply-add).
 pub fn exp_host(x: f32) -> f32 {
     if x.is_nan() {
