@@ -2,15 +2,19 @@
 //! cache, one token a step.
 
 use crate::error::LlmError;
-use crate::kernels::{AttnShape, MatvecShape, attend_quantize, embed, qmatvec, rmsnorm_quantize, rope_store, scores, softmax, swiglu_quantize};
+use crate::kernels::{AttnShape, MatvecShape, attend, embed, qmatvec, rmsnorm, rope_store, scores, softmax, swiglu};
 use crate::quant::{BLOCK, QuantMatrix, QuantType};
 use crate::weights::{Config, Model};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
+use island_examples::q8_matvec::quantize_q8_1;
 use island_runtime::Target;
 
 /// Units per cube of every kernel.
 const UNITS: u32 = 64;
+/// Units per cube of the activation quantizer: a multiple of 8, so that a block's 8 units are
+/// aligned lanes of one plane where its block maximum is a plane exchange.
+const QUANT_UNITS: u32 = 32;
 
 /// A quantized matrix on the device.
 struct DeviceMatrix {
@@ -48,6 +52,7 @@ struct DeviceLayer {
 /// The activations and caches of one sequence.
 struct Scratch {
     x: Handle,
+    h: Handle,
     xq: Handle,
     xd: Handle,
     qkv: Handle,
@@ -55,7 +60,9 @@ struct Scratch {
     kc: Handle,
     vc: Handle,
     s: Handle,
+    att: Handle,
     gate_up: Handle,
+    a: Handle,
     logits: Handle,
 }
 
@@ -125,6 +132,7 @@ impl Engine {
         let widest = c.dim.max(c.ffn);
         let scratch = Scratch {
             x: client.empty(c.dim * 4),
+            h: client.empty(c.dim * 4),
             xq: client.empty(widest),
             xd: client.empty(widest / BLOCK * 4),
             qkv: client.empty((c.dim + 2 * c.kv_dim()) * 4),
@@ -132,7 +140,9 @@ impl Engine {
             kc: client.empty(kv_values * 4),
             vc: client.empty(kv_values * 4),
             s: client.empty(c.heads * context * 4),
+            att: client.empty(c.dim * 4),
             gate_up: client.empty(2 * c.ffn * 4),
+            a: client.empty(c.ffn * 4),
             logits: client.empty(c.vocab * 4),
         };
         Ok(Engine {
@@ -195,7 +205,8 @@ impl Engine {
         let n = self.pos + 1;
         for (l, layer) in self.layers.iter().enumerate() {
             let base = l * self.context * kv;
-            self.norm_quantize(&sc.x, &layer.attn_norm);
+            self.norm(&sc.x, &layer.attn_norm, &sc.h);
+            self.quantize(&sc.h, c.dim);
             self.matvec(&layer.qkv, c.dim, &sc.qkv);
             let (count, dim) = grid(c.dim / 2 + kv, UNITS);
             rope_store::launch_with(
@@ -228,62 +239,73 @@ impl Engine {
             );
             let (count, dim) = grid(c.heads, UNITS);
             softmax::launch_with(client, count, dim, buf(&sc.s, c.heads * self.context), n as u32, attn, t);
-            let (count, dim) = grid(c.dim / 4, UNITS);
-            attend_quantize::launch_with(
+            let (count, dim) = grid(c.dim, UNITS);
+            attend::launch_with(
                 client,
                 count,
                 dim,
                 buf(&sc.s, c.heads * self.context),
                 buf(&sc.vc, c.layers * self.context * kv),
-                buf(&sc.xq, c.dim / 4),
-                buf(&sc.xd, c.dim / BLOCK),
+                buf(&sc.att, c.dim),
                 n as u32,
                 base as u32,
                 attn,
                 t,
             );
+            self.quantize(&sc.att, c.dim);
             self.matvec(&layer.out, c.dim, &sc.x);
-            self.norm_quantize(&sc.x, &layer.ffn_norm);
+            self.norm(&sc.x, &layer.ffn_norm, &sc.h);
+            self.quantize(&sc.h, c.dim);
             self.matvec(&layer.gate_up, c.dim, &sc.gate_up);
-            let (count, dim) = grid(c.ffn / 4, UNITS);
-            swiglu_quantize::launch_with(
-                client,
-                count,
-                dim,
-                buf(&sc.gate_up, 2 * c.ffn),
-                buf(&sc.xq, c.ffn / 4),
-                buf(&sc.xd, c.ffn / BLOCK),
-                c.ffn,
-                t,
-            );
+            let (count, dim) = grid(c.ffn, UNITS);
+            swiglu::launch_with(client, count, dim, buf(&sc.gate_up, 2 * c.ffn), buf(&sc.a, c.ffn), c.ffn, t);
+            self.quantize(&sc.a, c.ffn);
             self.matvec(&layer.down, c.ffn, &sc.x);
         }
         self.pos += 1;
         if !logits {
             return Ok(None);
         }
-        self.norm_quantize(&sc.x, &self.output_norm);
+        self.norm(&sc.x, &self.output_norm, &sc.h);
+        self.quantize(&sc.h, c.dim);
         self.matvec(&self.embedding, c.dim, &sc.logits);
         let bytes = island_runtime::readback::read(client, sc.logits.clone()).map_err(LlmError::Runtime)?;
         Ok(Some(f32::from_bytes(&bytes).to_vec()))
     }
 
-    /// RMSNorm of `x` with weights `w`, quantized into the scratch `xq`, `xd`.
-    fn norm_quantize(&self, x: &Handle, w: &Handle) {
+    fn norm(&self, x: &Handle, w: &Handle, y: &Handle) {
         let d = self.config.dim;
-        let (count, dim) = grid(d / 4, UNITS);
-        // SAFETY: `x` and `w` hold `dim` values, `xq` and `xd` the widest row's words and scales.
+        let (count, dim) = grid(d, UNITS);
+        // SAFETY: `x`, `w` and `y` hold `dim` values (allocated in `new`).
         unsafe {
-            rmsnorm_quantize::launch_with(
+            rmsnorm::launch_with(
                 &self.client,
                 count,
                 dim,
                 BufferArg::from_raw_parts(x.clone(), d),
                 BufferArg::from_raw_parts(w.clone(), d),
-                BufferArg::from_raw_parts(self.scratch.xq.clone(), d / 4),
-                BufferArg::from_raw_parts(self.scratch.xd.clone(), d / BLOCK),
+                BufferArg::from_raw_parts(y.clone(), d),
                 self.config.eps,
                 d,
+                self.target,
+            );
+        }
+    }
+
+    /// Quantizes the first `cols` values of `x` into the scratch `xq`, `xd`.
+    fn quantize(&self, x: &Handle, cols: usize) {
+        let words = cols / 4;
+        let (count, dim) = grid(words, QUANT_UNITS);
+        // SAFETY: `x` holds at least `cols` values, `xq` and `xd` the widest row's words and scales.
+        unsafe {
+            quantize_q8_1::launch_with(
+                &self.client,
+                count,
+                dim,
+                BufferArg::from_raw_parts(x.clone(), words),
+                BufferArg::from_raw_parts(self.scratch.xq.clone(), words),
+                BufferArg::from_raw_parts(self.scratch.xd.clone(), words / 8),
+                words,
                 self.target,
             );
         }

@@ -7,15 +7,13 @@
 //! the product first included), so no compiler can contract or split one; divisions and square roots go through
 //! [`island_intrinsics::exact`] (correctly rounded everywhere); `exp` is [`crate::math::exp`];
 //! RoPE's cosines and sines come from host tables. The islands are the dp4a in the matvec (the
-//! examples' [`dot_word`]) and the `exact` operations. Each op whose output feeds a matvec is
-//! fused with the activation quantizer (RMSNorm, SwiGLU, attention's weighted sum): its unit
-//! computes the values of one quantization block and packs its own word.
+//! examples' [`dot_word`]) and the activation quantizer's block maximum
+//! ([`island_examples::q8_matvec::quantize_q8_1`]).
 
 use crate::math::exp;
 use crate::quant::QuantType;
 use cubecl::prelude::*;
 use island_examples::q8_matvec::dot_word;
-use crate::quant::BLOCK;
 use island_intrinsics::exact;
 use island_runtime::prelude::*;
 
@@ -87,6 +85,24 @@ pub fn qmatvec(
         } else {
             y[row] = acc;
         }
+    }
+}
+
+/// RMSNorm of one vector: unit `i` sums the squares of all `n` values in order
+/// (`fma(v, v, ss)`), then `y[i] = x[i] · (1 / sqrt(ss / n + eps)) · w[i]`.
+#[islands]
+#[cube(launch)]
+pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usize) {
+    let i = ABSOLUTE_POS;
+    if i < n {
+        let mut ss = 0.0f32;
+        for j in 0..n {
+            let v = x[j];
+            ss = exact::fma(v, v, ss, target);
+        }
+        let mean = exact::div(ss, n as f32, target);
+        let inv = exact::div(1.0f32, exact::sqrt(mean + eps, target), target);
+        y[i] = x[i] * inv * w[i];
     }
 }
 
@@ -208,120 +224,32 @@ pub fn softmax(s: &mut [f32], n: u32, #[comptime] shape: AttnShape) {
     }
 }
 
-
-/// How a fused kernel's quantized output is produced: the activation quantizer's definition
-/// (`island_examples::q8_matvec::quantize_q8_1`'s `default`), applied to values a unit computes
-/// itself. Unit `word` computes the 32 values of its block, takes their largest magnitude in
-/// order from `+0.0` (`max`), `d = amax / 127` and `q = round(v / d)` half away from zero for its
-/// own four, correctly rounded; it writes its packed word, and the block's first unit the scale.
-/// The same bits as the op written out to memory and then quantized by that kernel.
-#[cube]
-fn store_quantized(v: &Array<f32>, word: usize, xq: &mut [i32], xd: &mut [f32], #[comptime] target: Target) {
-    let mut amax = 0.0f32;
-    #[unroll]
-    for i in 0..BLOCK {
-        amax = max(amax, v[i].abs());
-    }
-    let d = exact::div(amax, 127.0f32, target);
-    if word % 8 == 0 {
-        xd[word / 8] = d;
-    }
-    let first = (word % 8) * 4;
-    let mut packed = 0i32;
-    #[unroll]
-    for j in 0..4usize {
-        let mut q = 0i32;
-        if amax != 0.0 {
-            q = round_half_away(exact::div(v[first + j], d, target));
-        }
-        packed |= (q & 0xff) << (8 * j as i32);
-    }
-    xq[word] = packed;
-}
-
-/// `round(v)`, half away from zero, exactly (as the activation quantizer rounds).
-#[cube]
-fn round_half_away(v: f32) -> i32 {
-    let a = v.abs();
-    let t = a.floor();
-    let mut r = i32::cast_from(t);
-    if a - t >= 0.5 {
-        r += 1;
-    }
-    if v < 0.0 {
-        r = -r;
-    }
-    r
-}
-
-/// RMSNorm, `y = x · (1 / sqrt(mean(x²) + eps)) · w`, quantized for the next matvec. One unit
-/// per packed output word: it sums the squares of all `n` values in order (`fma(v, v, ss)`),
-/// computes its block's 32 normalized values and quantizes them ([`store_quantized`]).
+/// `out[h, d] = Σ_j p[h, j] · v_j[d]` over the cached positions in order (`fma`). One unit per
+/// (head, dimension).
 #[islands]
 #[cube(launch)]
-pub fn rmsnorm_quantize(x: &[f32], w: &[f32], xq: &mut [i32], xd: &mut [f32], eps: f32, #[comptime] n: usize) {
-    let word = ABSOLUTE_POS;
-    if word < n / 4 {
-        let mut ss = 0.0f32;
-        for j in 0..n {
-            let v = x[j];
-            ss = exact::fma(v, v, ss, target);
-        }
-        let mean = exact::div(ss, n as f32, target);
-        let inv = exact::div(1.0f32, exact::sqrt(mean + eps, target), target);
-        let base = word / 8 * BLOCK;
-        let mut v = Array::<f32>::new(BLOCK);
-        #[unroll]
-        for i in 0..BLOCK {
-            v[i] = x[base + i] * inv * w[base + i];
-        }
-        store_quantized(&v, word, xq, xd, target);
-    }
-}
-
-/// SwiGLU over `gate_up` (`gate`, `up` stacked, `n` each), `a = (g / (1 + exp(−g))) · u`,
-/// quantized for the down projection (one unit per packed word, as [`rmsnorm_quantize`]).
-#[islands]
-#[cube(launch)]
-pub fn swiglu_quantize(gate_up: &[f32], xq: &mut [i32], xd: &mut [f32], #[comptime] n: usize) {
-    let word = ABSOLUTE_POS;
-    if word < n / 4 {
-        let base = word / 8 * BLOCK;
-        let mut v = Array::<f32>::new(BLOCK);
-        #[unroll]
-        for i in 0..BLOCK {
-            let g = gate_up[base + i];
-            v[i] = exact::div(g, 1.0f32 + exp(-g, target), target) * gate_up[n + base + i];
-        }
-        store_quantized(&v, word, xq, xd, target);
-    }
-}
-
-/// Attention's weighted sum, `out[h, d] = Σ_j p[h, j] · v_j[d]` over the cached positions in
-/// order (`fma`), quantized for the output projection: unit `word` computes the 32 outputs of
-/// its block (a head's 64 values are two blocks) and quantizes them.
-#[islands]
-#[cube(launch)]
-pub fn attend_quantize(p: &[f32], vc: &[f32], xq: &mut [i32], xd: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
-    let word = ABSOLUTE_POS;
+pub fn attend(p: &[f32], vc: &[f32], out: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
+    let u = ABSOLUTE_POS;
     let hd = comptime!(AttnShape::HEAD_DIM);
     let kv_dim = comptime!(shape.kv_heads * AttnShape::HEAD_DIM);
-    if word < comptime!(shape.heads * AttnShape::HEAD_DIM / 4) {
-        let first = word / 8 * BLOCK;
-        let h = first / hd;
-        let v0 = usize::cast_from(base) + h / comptime!(shape.heads / shape.kv_heads) * hd + first % hd;
-        let mut v = Array::<f32>::new(BLOCK);
-        #[unroll]
-        for i in 0..BLOCK {
-            v[i] = 0.0f32;
-        }
+    if u < comptime!(shape.heads * AttnShape::HEAD_DIM) {
+        let (h, d) = (u / hd, u % hd);
+        let v0 = usize::cast_from(base) + h / comptime!(shape.heads / shape.kv_heads) * hd + d;
+        let mut acc = 0.0f32;
         for j in 0..usize::cast_from(n) {
-            let pj = p[h * comptime!(shape.context) + j];
-            #[unroll]
-            for i in 0..BLOCK {
-                v[i] = exact::fma(pj, vc[v0 + j * kv_dim + i], v[i], target);
-            }
+            acc = exact::fma(p[h * comptime!(shape.context) + j], vc[v0 + j * kv_dim], acc, target);
         }
-        store_quantized(&v, word, xq, xd, target);
+        out[u] = acc;
+    }
+}
+
+/// SwiGLU over `gate_up` (`gate`, `up` stacked, `n` each): `a[i] = (g / (1 + exp(−g))) · u`.
+#[islands]
+#[cube(launch)]
+pub fn swiglu(gate_up: &[f32], a: &mut [f32], #[comptime] n: usize) {
+    let i = ABSOLUTE_POS;
+    if i < n {
+        let g = gate_up[i];
+        a[i] = exact::div(g, 1.0f32 + exp(-g, target), target) * gate_up[n + i];
     }
 }

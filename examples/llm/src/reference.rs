@@ -69,7 +69,7 @@ pub fn matvec(w: &QuantMatrix, x: &[f32], y: &mut [f32], accumulate: bool) {
     }
 }
 
-/// RMSNorm as [`crate::kernels::rmsnorm_quantize`] computes it (before quantizing).
+/// [`crate::kernels::rmsnorm`].
 pub fn rmsnorm(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
     let ss = x.iter().fold(0.0f32, |s, &v| v.mul_add(v, s));
     let inv = 1.0f32 / (ss / x.len() as f32 + eps).sqrt();
