@@ -40,6 +40,16 @@ pub const KNOWN: &[Divergence] = &[
     },
     Divergence {
         backend: Backend::Vulkan,
+        device: "NVIDIA H200",
+        islands: &["island_intrinsics::exact::fma#0"],
+        cause: "NVIDIA's Vulkan driver flushes subnormal float results of ordinary arithmetic (CubeCL's SPIR-V \
+                declares no DenormPreserve): its `Fma` returns 0.0 where the fused result is a subnormal \
+                (84 of 10,880 edge-group values, e.g. fma(0, −0, 2⁻¹⁴⁹) = 0.0); the same values as its `default`",
+        measured: "H200, driver 580.159.04, islands conform --runtime vulkan at depth 16, seed 0x93e75b78ee3c, 2026-12-02 \
+                   (docs/results/h200/2026-12-02-llm/conform-fma-vulkan.txt)",
+    },
+    Divergence {
+        backend: Backend::Vulkan,
         device: "llvmpipe",
         islands: &[
             "island_intrinsics::checks::plane_sum_f32_w8#0",
@@ -84,13 +94,15 @@ pub const DEFAULTS: &[Divergence] = &[
             "island_intrinsics::checks::group_max_f32_g8#0",
             "island_examples::rows::row_sum#0",
             "island_examples::q8_matvec::kernels::block_amax#0",
+            "island_intrinsics::exact::fma#0",
         ],
         cause: "NVIDIA's Vulkan driver flushes subnormal float results of ordinary arithmetic to zero, not only \
                 of subgroup operations: the portable defaults, which use no subgroup operation, give 0.0 where \
                 the CPU gives a subnormal (CubeCL's SPIR-V declares no DenormPreserve execution mode); only the \
                 subnormal value group differs",
         measured: "H200, driver 580.159.04, islands conform --runtime vulkan at depth 16, 2026-12-01 \
-                   (docs/results/h200/2026-12-01-policy/conform-vulkan-d16.txt)",
+                   (docs/results/h200/2026-12-01-policy/conform-vulkan-d16.txt); exact::fma the same way on \
+                   2026-12-02 (docs/results/h200/2026-12-02-llm/conform-fma-vulkan.txt)",
     },
     Divergence {
         backend: Backend::Vulkan,
