@@ -92,6 +92,7 @@ pub fn qmatvec(
 /// (`fma(v, v, ss)`), then `y[i] = x[i] · (1 / sqrt(ss / n + eps)) · w[i]`.
 #[islands]
 #[cube(launch)]
+#[allow(clippy::needless_range_loop)] // a kernel indexes; it has no iterators
 pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usize) {
     let i = ABSOLUTE_POS;
     if i < n {

@@ -107,7 +107,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
             args.context
         )));
     }
-    let expected = args.expect.as_ref().map(|p| read_record(p)).transpose()?;
+    let expected = args.expect.as_ref().map(read_record).transpose()?;
     if let Some(e) = &expected
         && e.prompt != prompt
     {

@@ -89,7 +89,7 @@ impl Model {
             eps: f32_of("llama.attention.layer_norm_rms_epsilon")?,
             context: usize_of("llama.context_length")?,
         };
-        if config.heads == 0 || config.kv_heads == 0 || config.heads % config.kv_heads != 0 {
+        if config.heads == 0 || config.kv_heads == 0 || !config.heads.is_multiple_of(config.kv_heads) {
             return Err(LlmError::Unsupported {
                 what: "a query head count that is a multiple of the KV head count".into(),
                 found: format!("{} and {}", config.heads, config.kv_heads),
