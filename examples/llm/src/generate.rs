@@ -5,6 +5,7 @@ use crate::engine::Engine;
 use crate::error::LlmError;
 use crate::model_file::hex;
 use crate::reference::Reference;
+use island_runtime::ValueKind;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
@@ -133,18 +134,10 @@ pub fn compare(a: &Generation, b: &Generation) -> Agreement {
             let diff: Vec<usize> = (0..x.logits.len().min(y.logits.len()))
                 .filter(|&k| x.logits[k].to_bits() != y.logits[k].to_bits())
                 .collect();
-            let max_ulp = diff.iter().map(|&k| ulp_distance(x.logits[k], y.logits[k])).max().unwrap_or(0);
+            let ulps = |a: f32, b: f32| ValueKind::F32.ulp_distance(a.to_bits().into(), b.to_bits().into());
+            let max_ulp = diff.iter().map(|&k| ulps(x.logits[k], y.logits[k])).max().unwrap_or(0);
             return Agreement::Differs { step: i, values: diff.len(), max_ulp, first: diff.first().copied().unwrap_or(0) };
         }
     }
     Agreement::Identical { steps: a.steps.len().min(b.steps.len()) }
-}
-
-/// Ulps between two finite floats (on the ordered integer line).
-pub fn ulp_distance(a: f32, b: f32) -> u64 {
-    let key = |v: f32| {
-        let b = v.to_bits() as i64;
-        if b < 0x8000_0000 { b } else { 0x8000_0000 - b }
-    };
-    key(a).abs_diff(key(b))
 }

@@ -1,6 +1,6 @@
 //! The forward pass in plain Rust, operation for operation as the kernels' `default`s define it
 //! (`mul_add` where a kernel writes `fma`, IEEE `/` and `sqrt` where it calls
-//! `island_intrinsics::exact`, [`exp_host`] for `exp`, integer dot products for `dp4a`). The
+//! `island_intrinsics::exact`, [`exp_host`] for `exp`, `dp4a`'s plain-Rust reference). The
 //! CPU runtime's logits must equal its logits bit for bit; any kernel that indexes, orders or
 //! rounds differently fails that comparison.
 
@@ -9,6 +9,7 @@ use crate::math::exp_host;
 use crate::quant::{BLOCK, QuantMatrix, QuantType};
 use crate::weights::{Config, Model};
 use island_examples::q8_matvec::quantize_block;
+use island_intrinsics::dp4a::reference as dot4;
 
 /// A sequence on the host.
 pub struct Reference<'m> {
@@ -31,12 +32,6 @@ fn quantize(x: &[f32]) -> (Vec<i32>, Vec<f32>) {
         xq.extend(q.chunks_exact(4).map(|w| i32::from_le_bytes([w[0] as u8, w[1] as u8, w[2] as u8, w[3] as u8])));
     }
     (xq, xd)
-}
-
-/// `Σ a_i·b_i + c` over the four signed bytes of two words.
-fn dot4(a: i32, b: i32, c: i32) -> i32 {
-    let (a, b) = (a.to_le_bytes(), b.to_le_bytes());
-    (0..4).fold(c, |s, i| s + i32::from(a[i] as i8) * i32::from(b[i] as i8))
 }
 
 /// [`crate::kernels::qmatvec`]: `y = W·x` (or `y += W·x`).
