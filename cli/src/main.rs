@@ -83,7 +83,7 @@ enum Command {
         json: bool,
     },
     /// Gates every arm the device selects: bit-exact (CPU proof under the device's profile, and
-    /// native against emulation on the device) and at least as fast as `default` on a
+    /// native against emulation on the device) and at least 97 % as fast as `default` on a
     /// kernel-only bench; writes the records to each crate's ledger.
     Gate {
         /// The device runtime (vulkan, cuda).

@@ -1,6 +1,6 @@
 //! `islands scoreboard`: the matrix island arm × device from the ledgers of this build.
 //!
-//! A cell is `flipped` (bit-exact and at least as fast, with the speedup), `declined` (slower,
+//! A cell is `flipped` (bit-exact and at least 97 % as fast, with the speedup), `declined` (slower,
 //! or a measured divergence of the device), `failed` (not bit-exact, with the first differing
 //! index), `unverified` (no record, or a gate that could not conclude), or `stale` (the arm's or
 //! `default`'s generated code changed since the record, or a newer driver of the same device
@@ -190,7 +190,7 @@ fn html(devices: &[Fingerprint], cells: &[Cell]) -> String {
          .flipped{background:#c8f0c8}.declined{background:#f7e3a1}.failed{background:#f4b4b4}\
          .unverified{background:#eee}.na{background:#fff}.stale{background:#d6d6f5}pre{white-space:pre-wrap;font-size:.8em;max-width:40em}\
          </style></head><body><h1>islands scoreboard</h1><p>An arm flips on a device when it is bit-exact against \
-         the CPU oracle there and at least as fast as <code>default</code> (threshold in each record). \
+         the CPU oracle there and at least 97 % as fast as <code>default</code> (the threshold is in each record). \
          Click a cell for its evidence.</p><table><tr><th>island, arm</th>",
     );
     for d in devices {

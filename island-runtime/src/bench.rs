@@ -33,6 +33,23 @@ pub fn side_by_side(
     iters: usize,
     variants: &mut [(&str, &mut dyn FnMut())],
 ) -> Result<Vec<Duration>, String> {
+    Ok(side_by_side_samples(client, rounds, iters, variants)?
+        .into_iter()
+        .map(|mut s| {
+            s.sort();
+            s[s.len() / 2]
+        })
+        .collect())
+}
+
+/// [`side_by_side`]'s samples: for each variant, its time per call in each round, in round
+/// order (a round's samples of two variants were taken next to each other).
+pub fn side_by_side_samples(
+    client: &Client,
+    rounds: usize,
+    iters: usize,
+    variants: &mut [(&str, &mut dyn FnMut())],
+) -> Result<Vec<Vec<Duration>>, String> {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
     for round in 0..rounds {
         // Forward in even rounds, backward in odd ones, so that no variant always runs first
@@ -46,11 +63,5 @@ pub fn side_by_side(
             samples[i].push(time_per_call(client, 3, iters, &mut *variants[i].1)?);
         }
     }
-    Ok(samples
-        .into_iter()
-        .map(|mut s| {
-            s.sort();
-            s[s.len() / 2]
-        })
-        .collect())
+    Ok(samples)
 }

@@ -2,6 +2,7 @@
 //! runtime, both with the device's own profile; and an island's `default` on the device against
 //! the same `default` on the CPU, byte for byte (what a CPU proof assumes of every device).
 
+use crate::divergence::Scope;
 use crate::lifted::ProofSpec;
 use crate::proof::{ProofOptions, ProofRun, Side, Verdict, compare_sides, compare_sides_header};
 use crate::registry::ArmEntry;
@@ -15,6 +16,17 @@ use island_vocab::{Executor, Expect};
 /// the emulation side on the CPU runtime. A fixture of a wrong native lowering
 /// ([`Expect::NativeMismatch`]) must mismatch here.
 pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
+    conform_with(entry, device, cpu, options, crate::divergence::KNOWN)
+}
+
+/// [`conform`], with `known` as the device's known divergences (a test gives its own).
+pub fn conform_with(
+    entry: &'static ArmEntry,
+    device: &Client,
+    cpu: &Client,
+    options: &ProofOptions,
+    known: &[crate::divergence::Divergence],
+) -> Option<ProofRun> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     let profile = crate::device::profile(device)?;
     if !entry.spec().admits(&profile) {
@@ -39,14 +51,33 @@ pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options:
         }
     };
     run.expect = expect;
-    if let (Verdict::Mismatch { report }, Expect::Equal) = (&run.verdict, expect)
-        && let Some(d) = crate::divergence::known(&profile, entry.site.id)
-    {
-        run.verdict = Verdict::Declined {
-            report: format!("declined on this device: {}\n  measured: {}\n{report}", d.cause, d.measured),
-        };
+    if expect == Expect::Equal {
+        run.verdict = within_divergence(run.verdict, crate::divergence::find(known, &profile, entry.site.id), "");
     }
     Some(run)
+}
+
+/// A mismatch that a known divergence covers (every differing cube holds one of its measured
+/// groups) becomes `Declined`; one that differs outside them stays a mismatch, and says so.
+pub fn within_divergence(verdict: Verdict, divergence: Option<&crate::divergence::Divergence>, what: &str) -> Verdict {
+    let (Verdict::Mismatch { report, cubes }, Some(d)) = (&verdict, divergence) else { return verdict };
+    match d.scope(cubes) {
+        Scope::Within => Verdict::Declined {
+            report: format!("declined on this device: {what}{}\n  measured: {}\n{report}", d.cause, d.measured),
+        },
+        Scope::Outside(held) => {
+            let held: Vec<String> = held.iter().map(|g| g.iter().map(|g| g.name()).collect::<Vec<_>>().join(" + ")).collect();
+            Verdict::Mismatch {
+                report: format!(
+                    "{report}\n  a known divergence of this device covers the groups {:?} only; these cubes differ outside them: {}\n  known: {}",
+                    d.groups.iter().map(|g| g.name()).collect::<Vec<_>>(),
+                    held.join("; "),
+                    d.cause
+                ),
+                cubes: cubes.clone(),
+            }
+        }
+    }
 }
 
 
@@ -65,12 +96,10 @@ pub fn defaults(entry: &'static ArmEntry, device: &Client, cpu: &Client, options
     run.arm = "default";
     run.lowering = "default";
     run.expect = Expect::Equal;
-    if let Verdict::Mismatch { report } = &run.verdict
-        && let Some(d) = crate::divergence::known_default(&profile, entry.site.id)
-    {
-        run.verdict = Verdict::Declined {
-            report: format!("declined on this device: `default` itself differs: {}\n  measured: {}\n{report}", d.cause, d.measured),
-        };
-    }
+    run.verdict = within_divergence(
+        run.verdict,
+        crate::divergence::known_default(&profile, entry.site.id),
+        "`default` itself differs: ",
+    );
     Some(run)
 }

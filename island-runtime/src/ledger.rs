@@ -2,7 +2,7 @@
 //! pays, and the policy by which a launch consults it.
 //!
 //! "Verify, then delete": an accelerated arm earns its place on a device only when it is
-//! bit-exact against the oracle there *and* at least as fast as `default` (≥ 97 %) on a
+//! bit-exact against the oracle there *and* at least 97 % as fast as `default` (within 3 %) on a
 //! kernel-only bench, and the gate must be able to say no. `islands gate` runs both halves on
 //! the present device and writes one [`Record`] per arm; the records live in `ledger.json`
 //! beside the crate that owns the islands, are reviewed in pull requests, and are embedded in
@@ -120,13 +120,18 @@ pub struct SpeedEvidence {
     pub lanes: u64,
     pub dispatches: usize,
     pub rounds: usize,
+    /// `default`'s time / the arm's in each round (samples taken next to each other), in
+    /// round order: what decided, with its spread ([`crate::gate::speed_decision`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ratios: Vec<f64>,
 }
 
 /// The gate's conclusion for one arm on one device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
-    /// Bit-exact and at least as fast: the arm runs on this device.
+    /// Bit-exact and at least the threshold's fraction of `default`'s speed (0.97: within 3 %):
+    /// the arm runs on this device.
     Flipped,
     /// Bit-exact, but slower than the threshold: `default` runs.
     DeclinedSlow,
@@ -332,6 +337,7 @@ mod tests {
                 lanes: 1,
                 dispatches: 1,
                 rounds: 1,
+                ratios: vec![0.5],
             }),
             decision,
             note: None,

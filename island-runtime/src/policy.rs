@@ -227,7 +227,7 @@ mod tests {
             code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d"), emulation: code_hash("e") },
             proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64, contract: "bit-exact".into() },
             conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec!["__dp4a(".into()], report: None },
-            speed: Some(SpeedEvidence { arm_us: 2.0, default_us: 1.0, speedup: 0.5, threshold: 0.97, lanes: 1, dispatches: 1, rounds: 1 }),
+            speed: Some(SpeedEvidence { arm_us: 2.0, default_us: 1.0, speedup: 0.5, threshold: 0.97, lanes: 1, dispatches: 1, rounds: 1, ratios: vec![0.5] }),
             decision,
             note: None,
             date: "2026-12-01".into(),

@@ -83,8 +83,12 @@ pub fn parse_seed(s: &str) -> Option<u64> {
 pub enum Verdict {
     /// Byte-equal to `default` (or within the declared contract).
     Proven,
-    /// Differs from `default`.
-    Mismatch { report: String },
+    /// Differs from `default`; `cubes` counts the differing cubes by the groups they hold.
+    Mismatch {
+        report: String,
+        #[serde(skip)]
+        cubes: std::collections::BTreeMap<Vec<Group>, usize>,
+    },
     /// Could not be proven, and why. Never counted as passed.
     Unproven { reason: String },
     /// The arm and `default` compile to the same program on this runtime (an intrinsic whose
@@ -152,7 +156,7 @@ impl ProofRun {
     pub fn detail(&self) -> Option<&str> {
         match &self.verdict {
             Verdict::Proven => None,
-            Verdict::Mismatch { report } | Verdict::Declined { report } => Some(report),
+            Verdict::Mismatch { report, .. } | Verdict::Declined { report } => Some(report),
             Verdict::Unproven { reason } | Verdict::DeviceEvidenceOnly { reason } | Verdict::Error { reason } => {
                 Some(reason)
             }
@@ -372,7 +376,7 @@ pub(crate) fn compare_sides(
     let inputs = fill_inputs(lifted, &groups, seed);
     run.inputs = lanes;
 
-    let outcome = (|| -> Result<Option<String>, String> {
+    let outcome = (|| -> Result<Option<crate::report::Difference>, String> {
         let got = execute(a.client, lifted, cubes, &inputs, a.target, 0xa5)?;
         let want = execute(b.client, lifted, cubes, &inputs, b.target, 0x5a)?;
         // The bound of an accumulation contract: the reference on the inputs' magnitudes.
@@ -388,7 +392,7 @@ pub(crate) fn compare_sides(
     })();
     run.verdict = match outcome {
         Ok(None) => Verdict::Proven,
-        Ok(Some(report)) => Verdict::Mismatch { report },
+        Ok(Some(d)) => Verdict::Mismatch { report: d.report, cubes: d.cubes },
         Err(reason) => Verdict::Error { reason },
     };
     run.time = start.elapsed();
@@ -443,6 +447,40 @@ pub fn launch_args<'a>(
 pub fn prove_profile(entry: &'static ArmEntry, profile: Profile, client: &Client, options: &ProofOptions) -> Option<ProofRun> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     Some(prove_one(entry, lifted, profile, client, options))
+}
+
+/// The edge groups whose cube `default` (executed by `client`) turns into NaN or infinity in
+/// every float scalar of some output, on the proof inputs of `seed`: a group whose result is
+/// saturated compares only specials, and any two NaNs compare equal. Each group is named with
+/// the output it saturates. Integer outputs are not judged.
+pub fn saturated_groups(entry: &'static ArmEntry, client: &Client, seed: u64) -> Result<Vec<(Group, String)>, String> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return Ok(Vec::new()) };
+    let wanted = (lifted.lanes > 0).then_some(lifted.lanes).unwrap_or(0);
+    let cubes = wanted.div_ceil(lifted.cube_dim).max(cubes_for(lifted, 1));
+    let groups = groups_of(lifted, cubes);
+    let inputs = fill_inputs(lifted, &groups, seed_for(seed, entry.site.id));
+    let outputs = execute(client, lifted, cubes, &inputs, Target::default_arms(client), 0x5a)?;
+    let edge_cubes = Group::FLOAT_EDGES.len().min(groups.len());
+    let mut saturated = Vec::new();
+    for (name, kind, width, bytes) in outputs.0.iter().filter(|o| o.1.is_float()) {
+        let mut finite = vec![false; cubes as usize];
+        let mut seen = vec![false; cubes as usize];
+        for i in 0..bytes.len() / kind.size() {
+            let cube = crate::report::cube_of(lifted, name, i / width);
+            if cube < finite.len() {
+                seen[cube] = true;
+                finite[cube] |= kind.is_finite(kind.bits_at(bytes, i)) && !kind.is_nan(kind.bits_at(bytes, i));
+            }
+        }
+        for cube in (0..edge_cubes).filter(|&c| seen[c] && !finite[c]) {
+            for (p, g) in lifted.params.iter().zip(&groups[cube]) {
+                if p.kind.is_float() && !saturated.contains(&(*g, name.clone())) {
+                    saturated.push((*g, name.clone()));
+                }
+            }
+        }
+    }
+    Ok(saturated)
 }
 
 fn count(shape: Shape, lanes: usize, cubes: u32) -> usize {

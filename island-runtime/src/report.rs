@@ -5,6 +5,7 @@ use crate::lifted::{Lifted, Shape};
 use crate::registry::ArmEntry;
 use crate::value::{Group, ValueKind};
 use island_vocab::Profile;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The buffers a run compares: each mutable parameter, then the value (name, scalar type,
@@ -26,6 +27,28 @@ pub struct Compared<'a> {
     pub magnitudes: Option<&'a Outputs>,
 }
 
+/// A comparison that found differences: the report of the first, and the cubes that differ,
+/// counted by the groups their inputs hold (a measured divergence is scoped by them).
+#[derive(Clone, Debug, Default)]
+pub struct Difference {
+    pub report: String,
+    /// For each combination of groups (one per input) held by a differing cube, how many
+    /// differing cubes hold it.
+    pub cubes: BTreeMap<Vec<Group>, usize>,
+}
+
+impl Difference {
+    /// The differing cubes in one line: `subnormals ×10; edge values ×2`.
+    pub fn summary(&self) -> String {
+        let held = |groups: &[Group]| {
+            let mut names: Vec<&str> = groups.iter().map(|g| g.name()).collect();
+            names.dedup();
+            names.join(" + ")
+        };
+        self.cubes.iter().map(|(g, n)| format!("{} ×{n}", held(g))).collect::<Vec<_>>().join("; ")
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn compare(
     entry: &ArmEntry,
@@ -38,14 +61,20 @@ pub fn compare(
     outputs: Compared<'_>,
     (base_seed, seed): (u64, u64),
     lanes: usize,
-) -> Option<String> {
+) -> Option<Difference> {
+    let mut found: Option<Difference> = None;
+    let mut differing_cubes = std::collections::BTreeSet::new();
     for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.0.iter().zip(&outputs.want.0).enumerate() {
         let n = got.len() / kind.size();
         let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.0[o].3, i));
         let differing: Vec<usize> = (0..n)
             .filter(|&i| !contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
             .collect();
+        differing_cubes.extend(differing.iter().map(|&i| cube_of(lifted, name, i / width)));
         let Some(&first_scalar) = differing.first() else { continue };
+        if found.is_some() {
+            continue;
+        }
         // A vector output is compared scalar by scalar; the report names the value and, for a
         // vector, the component.
         let first = first_scalar / width;
@@ -94,12 +123,19 @@ pub fn compare(
             "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
             entry.name()
         );
-        return Some(r);
+        found = Some(Difference { report: r, cubes: BTreeMap::new() });
     }
-    None
+    let mut difference = found?;
+    for cube in differing_cubes {
+        let held = groups.get(cube).cloned().unwrap_or_default();
+        *difference.cubes.entry(held).or_default() += 1;
+    }
+    let _ = write!(difference.report, "\n  differing cubes by the groups they hold: {}", difference.summary());
+    Some(difference)
 }
 
-fn cube_of(lifted: &Lifted, name: &str, index: usize) -> usize {
+/// The cube that value `index` of output `name` belongs to.
+pub(crate) fn cube_of(lifted: &Lifted, name: &str, index: usize) -> usize {
     match lifted.params.iter().find(|p| p.name == name).map(|p| p.shape) {
         Some(Shape::Cube(n)) => index / n as usize,
         _ => index / lifted.cube_dim as usize,

@@ -226,19 +226,33 @@ impl ValueKind {
 
     /// `n` values of `group` as little-endian bytes. `phase` (the input's position) rotates
     /// the edge values, so that the inputs of a lane-wise island pair different edges.
+    ///
+    /// [`Group::Cancellation`] pairs values so that they cancel along a reduction: the first
+    /// input holds `x, −x` side by side; a later input that is a square matrix (`n = s²`,
+    /// row-major) repeats each even row in the next one, so that with the first input as
+    /// `a` and this one as `b`, the products `a[r][k]·b[k][c]` cancel in pairs along `k`.
     pub fn fill(self, group: Group, n: usize, phase: usize, rng: &mut Rng) -> Vec<u8> {
-        let mut out = Vec::with_capacity(n * self.size());
-        let mut previous = 0;
-        for i in 0..n {
-            let bits = match self.float_format() {
-                // Neighbours cancel exactly: x, -x, y, -y, …
-                Some((e, m)) if group == Group::Cancellation && i % 2 == 1 => previous ^ (1u64 << (e + m)),
-                _ => self.value_in(group, i, phase, rng),
-            };
-            previous = bits;
-            out.extend_from_slice(&bits.to_le_bytes()[..self.size()]);
+        let mut values: Vec<u64> = (0..n).map(|i| self.value_in(group, i, phase, rng)).collect();
+        if let (Some((e, m)), Group::Overflow) = (self.float_format(), group) {
+            for i in (4..n).step_by(8) {
+                values[i] = values[i - 4] ^ (1u64 << (e + m));
+            }
         }
-        out
+        if let (Some((e, m)), Group::Cancellation) = (self.float_format(), group) {
+            let side = n.isqrt();
+            if phase > 0 && side >= 4 && side * side == n {
+                for i in 0..n {
+                    if (i / side) % 2 == 1 {
+                        values[i] = values[i - side];
+                    }
+                }
+            } else {
+                for i in (1..n).step_by(2) {
+                    values[i] = values[i - 1] ^ (1u64 << (e + m));
+                }
+            }
+        }
+        values.into_iter().flat_map(|bits| bits.to_le_bytes().into_iter().take(self.size())).collect()
     }
 
     /// `bytes` (values of this kind) with every float's sign cleared: the magnitudes whose
@@ -277,8 +291,15 @@ impl ValueKind {
         match group {
             Group::Edges => {
                 let edges: Vec<u64> = self.edges().into_iter().filter(|&b| self.is_finite(b)).collect();
-                edges[(i + phase * (i / edges.len() + 1)) % edges.len()]
+                let at = (i + phase * (i / edges.len() + 1)) % edges.len();
+                // MAX once per cube (in the first cycle): two of them in one sum overflow it,
+                // and every lane of the reduction would compare only infinities.
+                let max = make(false, max_exp - 1, (1u64 << m) - 1);
+                if edges[at] == max && i >= edges.len() { edges[(at + 1) % edges.len()] } else { edges[at] }
             }
+            // In a later input, every other value is a normal number: a lane-wise island of two
+            // zero inputs would give only NaNs (0 / 0) and compare nothing.
+            Group::NegZeros | Group::SignedZeros if phase > 0 && i % 2 == 1 => normal(rng, 3),
             Group::NegZeros => make(true, 0, 0),
             Group::SignedZeros => make(sign(rng), 0, 0),
             Group::Subnormals => {
@@ -286,7 +307,13 @@ impl ValueKind {
                 let top = (1u64 << m).div_ceil(64).max(2);
                 make(sign(rng), 0, 1 + rng.below(top - 1))
             }
-            Group::Overflow => make(sign(rng), max_exp - 1, mantissa(rng)),
+            // One value in four of the largest binade, the rest realistic: the big ones come in
+            // pairs v, −v (the partner is made by `fill`), so a sum that meets each v with its
+            // −v first is finite and one that adds two vs first overflows: whether a sum
+            // overflows depends on its order. Every input holds them in the same positions, so
+            // lane-wise products of two overflow.
+            Group::Overflow if i % 4 == 0 => make(false, max_exp - 1, mantissa(rng)),
+            Group::Overflow => normal(rng, 3),
             // The partner of each value (x, -x) is made by `fill`.
             Group::Cancellation => normal(rng, 3),
             Group::Halfway => {
@@ -296,9 +323,12 @@ impl ValueKind {
                 if i % 4 == 0 { make(false, exp, 0) } else { make(false, exp - u64::from(m) - 1, 0) }
             }
             Group::NaNs => make(sign(rng), max_exp, 1 + rng.below((1u64 << m) - 1)),
-            Group::Infinities => match rng.below(3) {
-                0 => make(false, max_exp, 0),
-                1 => make(true, max_exp, 0),
+            // One infinity of random sign in sixteen values, shifted by one per input; each input
+            // holds a zero where the previous input holds its infinity (inf · 0 in lane-wise
+            // products), the rest normal: a sum over a plane meets two, and is ±inf or NaN.
+            Group::Infinities => match (i + phase) % 16 {
+                0 => make(sign(rng), max_exp, 0),
+                1 => make(sign(rng), 0, 0),
                 _ => normal(rng, 3),
             },
             Group::Realistic => normal(rng, 3),
@@ -324,7 +354,9 @@ impl ValueKind {
                     // Every byte i8::MIN or i8::MAX: products of packed bytes at their extremes.
                     choices.extend([0x8080_8080, 0x7f7f_7f7f, 0x8181_8181]);
                 }
-                choices[rng.below(choices.len() as u64) as usize]
+                // The first values are the choices in order, in every input: each extreme meets
+                // itself in one lane (dp4a(0x80808080, 0x80808080)); then at random.
+                if i < choices.len() { choices[i] } else { choices[rng.below(choices.len() as u64) as usize] }
             }
             Group::Small => (rng.below(17) as i64 - 8) as u64 & mask(size),
             _ => rng.next_u64() & mask(size),
@@ -420,29 +452,31 @@ fn mask(size: usize) -> u64 {
 /// can perform (a plane, a tile, a shared-memory tree), so each group decides the compared
 /// result on its own: an edge case is never drowned by a NaN or an infinity next to it, and a
 /// random group has values close enough in magnitude for the order of additions to show.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Group {
     /// The kind's finite edge values cycled, rotated per input (floats: ±0, subnormals, the
-    /// smallest normal, MAX, ±1; integers: MIN, MAX, 0, ±1, packed-byte patterns).
+    /// smallest normal, MAX once per cube, ±1; integers: MIN, MAX, 0, ±1, packed-byte patterns).
     Edges,
-    /// Every value −0.0: a result must keep the sign of zero.
+    /// Every value −0.0 (in later inputs every other value): a result must keep the sign of zero.
     NegZeros,
-    /// +0.0 and −0.0 at random.
+    /// +0.0 and −0.0 at random (in later inputs every other value).
     SignedZeros,
     /// Small subnormals of both signs, whose sums stay subnormal: flushing shows.
     Subnormals,
-    /// Values of the largest finite binade and both signs: whether a sum overflows depends on
-    /// its order.
+    /// One value in four of the largest finite binade, in pairs `v, −v`, the rest realistic:
+    /// whether a sum overflows depends on its order.
     Overflow,
-    /// Pairs `x, −x` side by side: exact cancellation to +0 in the defining order, a residue in
+    /// Pairs `x, −x` side by side (in a later square-matrix input: rows repeated in pairs, so
+    /// products cancel along `k`): exact cancellation to +0 in the defining order, a residue in
     /// most others.
     Cancellation,
     /// One value `B` in four, the rest exactly half an ulp of `B`: rounding ties.
     Halfway,
     /// NaNs only, quiet and signalling, with payloads: a NaN must stay a NaN.
     NaNs,
-    /// +inf, −inf and finite values.
+    /// One ±inf in sixteen values, a zero where the previous input has its infinity, the rest
+    /// finite.
     Infinities,
     /// Arbitrary bit patterns.
     Arbitrary,
@@ -527,19 +561,69 @@ mod tests {
                     _ => assert!(!special, "{kind} {group:?} holds a NaN or an infinity: {values:?}"),
                 }
                 match group {
-                    Group::NegZeros => assert!(values.iter().all(|v| *v == 0.0 && v.is_sign_negative())),
+                    Group::NegZeros => {
+                        assert!(values.iter().step_by(2).all(|v| *v == 0.0 && v.is_sign_negative()));
+                        // The first input is all −0.0.
+                        let first = kind.fill(group, 64, 0, &mut Rng::new(3));
+                        assert!((0..64).all(|i| kind.bits_at(&first, i) == kind.edges()[1]));
+                    }
                     Group::Subnormals => {
                         let sum: f64 = values.iter().map(|v| v.abs()).sum();
                         let min_normal = kind.as_f64(kind.edges()[9]);
                         assert!(values.iter().all(|v| *v != 0.0) && sum < min_normal, "{kind}: {sum} ≥ {min_normal}");
                     }
-                    Group::Cancellation => assert!(values.chunks(2).all(|p| p[0] == -p[1] && p[0] != 0.0)),
-                    Group::Overflow => assert!(values.iter().all(|v| v.abs() * 2.0 > kind.as_f64(kind.edges()[10]))),
+                    Group::Cancellation => {
+                        // The first input pairs x, −x (a later square one repeats rows instead).
+                        let first = kind.fill(group, 64, 0, &mut Rng::new(3));
+                        let first: Vec<f64> = (0..64).map(|i| kind.as_f64(kind.bits_at(&first, i))).collect();
+                        assert!(first.chunks(2).all(|p| p[0] == -p[1] && p[0] != 0.0))
+                    }
+                    Group::Overflow => {
+                        let big = |v: &f64| v.abs() * 2.0 > kind.as_f64(kind.edges()[10]);
+                        assert!(values.iter().step_by(4).all(big) && values.iter().filter(|v| big(v)).count() == 16);
+                        // In pairs v, −v: the big ones sum to zero in an order that pairs them.
+                        assert!(values.iter().step_by(8).zip(values.iter().skip(4).step_by(8)).all(|(a, b)| *a == -*b));
+                    }
+                    Group::Edges => {
+                        let max = kind.as_f64(kind.edges()[10]);
+                        assert_eq!(values.iter().filter(|v| **v == max).count(), 1, "{kind}: MAX once per cube");
+                    }
+                    Group::Infinities => {
+                        assert_eq!(values.iter().filter(|v| v.is_infinite()).count(), 4, "{kind}");
+                    }
                     Group::Realistic => assert!(values.iter().all(|v| (0.125..16.0).contains(&v.abs()))),
                     _ => {}
                 }
             }
         }
+    }
+
+    /// In a square matrix given after the first input, the cancellation group repeats rows in
+    /// pairs, so that `a · b` cancels along `k` with the first input as `a`.
+    #[test]
+    fn cancellation_cancels_along_k_in_a_matrix_product() {
+        let k = ValueKind::F32;
+        let mut rng = Rng::new(5);
+        let a = k.fill(Group::Cancellation, 256, 0, &mut rng);
+        let b = k.fill(Group::Cancellation, 256, 1, &mut rng);
+        let at = |m: &[u8], r: usize, c: usize| k.as_f64(k.bits_at(m, r * 16 + c));
+        for r in 0..16 {
+            for c in 0..16 {
+                let products: Vec<f64> = (0..16).map(|kk| at(&a, r, kk) * at(&b, kk, c)).collect();
+                assert!(products.chunks(2).all(|p| p[0] == -p[1] && p[0] != 0.0), "row {r} column {c}: {products:?}");
+            }
+        }
+    }
+
+    /// Every extreme meets itself in one lane of every pair of inputs: dp4a's worst case
+    /// (every byte −128 times every byte −128) is drawn on purpose, not by chance.
+    #[test]
+    fn extremes_meet_themselves() {
+        let k = ValueKind::I32;
+        let a = k.fill(Group::Extremes, 32, 0, &mut Rng::new(1));
+        let b = k.fill(Group::Extremes, 32, 1, &mut Rng::new(2));
+        let lane = (0..32).find(|&i| k.bits_at(&a, i) == 0x8080_8080 && k.bits_at(&b, i) == 0x8080_8080);
+        assert!(lane.is_some());
     }
 
     #[test]

@@ -58,6 +58,17 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
             .with_kind("conformance"),
         );
     }
+    // A known divergence declines only the differences it was measured on: a planted wrong
+    // native lowering, which differs on realistic values, must still fail when a record of
+    // the device names its island for the subnormal group alone.
+    if let Some(&fixture) = registry::arms().iter().find(|e| e.expect == island_runtime::Expect::NativeMismatch && e.spec().admits(&profile)) {
+        let device = device.clone();
+        let options = options.clone();
+        trials.push(
+            Trial::test(format!("conformance::{runtime}::divergence_scope"), move || divergence_scope(fixture, &device, &options))
+                .with_kind("conformance"),
+        );
+    }
     for &entry in registry::arms() {
         let wanted = crates.is_empty() || crates.contains(&entry.krate);
         // Fixtures of a wrong arm are wrong in their emulation too: only a wrong native
@@ -79,4 +90,41 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
         );
     }
     trials
+}
+
+fn divergence_scope(
+    fixture: &'static island_runtime::registry::ArmEntry,
+    device: &crate::cubecl::prelude::Client,
+    options: &island_runtime::proof::ProofOptions,
+) -> Result<(), Failed> {
+    use island_runtime::divergence::Divergence;
+    use island_runtime::proof::Verdict;
+    use island_runtime::value::Group;
+    let host = cpu()?;
+    let run = island_runtime::conformance::conform(fixture, device, &host, options).ok_or("the fixture has no proof signature")?;
+    let Verdict::Mismatch { cubes, .. } = &run.verdict else {
+        return Err(format!("the fixture `{}` was expected to differ natively: {}", fixture.name(), run.verdict_word()).into());
+    };
+    if !cubes.keys().any(|held| held.contains(&Group::Realistic)) {
+        return Err(format!("the fixture differs only in {cubes:?}, not on realistic values").into());
+    }
+    let record = |groups: &'static [Group]| Divergence {
+        backend: island_runtime::Backend::Vulkan,
+        device: "",
+        islands: &[],
+        groups,
+        cause: "a test record",
+        measured: "-",
+    };
+    let narrow = island_runtime::conformance::within_divergence(run.verdict.clone(), Some(&record(&[Group::Subnormals])), "");
+    match &narrow {
+        Verdict::Mismatch { report, .. } if report.contains("differ outside them") => {}
+        other => return Err(format!("a record of the subnormal group alone covered a realistic-value mismatch: {other:?}").into()),
+    }
+    let all: &'static [Group] = &[Group::Edges, Group::NegZeros, Group::SignedZeros, Group::Subnormals, Group::Overflow, Group::Cancellation,
+        Group::Halfway, Group::NaNs, Group::Infinities, Group::Arbitrary, Group::Realistic, Group::Wide];
+    match island_runtime::conformance::within_divergence(run.verdict, Some(&record(all)), "") {
+        Verdict::Declined { .. } => Ok(()),
+        other => Err(format!("a record of every group did not decline the mismatch: {other:?}").into()),
+    }
 }

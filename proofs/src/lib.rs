@@ -23,6 +23,7 @@ pub mod independence;
 pub mod ledger;
 pub mod lowering;
 pub mod registry_scan;
+pub mod saturation;
 
 use island_runtime::ArmEntry;
 use island_runtime::proof::{self, ProofOptions, ProofRun, Verdict};
@@ -263,6 +264,7 @@ pub fn main(krate: &'static str, sources: String) -> ! {
     let mut trials = proof_trials(crates);
     trials.extend(ledger::trials(crates));
     trials.extend(registry_trials(&[(krate, sources)]));
+    trials.extend(saturation::trials(crates));
     trials.extend(lowering::trials(&[krate]));
     trials.extend(conformance_trials(&[krate]));
     run(trials)

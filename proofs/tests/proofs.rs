@@ -29,6 +29,7 @@ fn main() {
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];
     let ours = OURS;
     trials.push(proofs::census::trial(concat!(env!("CARGO_MANIFEST_DIR"), "/census.json").into(), OURS));
+    trials.extend(proofs::saturation::trials(ours));
     trials.extend(proofs::lowering::trials(ours));
     trials.extend(proofs::conformance_trials(ours));
     proofs::run(trials)
