@@ -173,6 +173,10 @@ enum Command {
         /// Tiles per format (rounded up to a multiple of 256).
         #[arg(long, default_value_t = 1 << 20)]
         tiles: usize,
+        /// Index of the first tile: another start draws tiles no earlier run saw (the sample
+        /// and the CPU emulation's comparison are of the tiles from 0, and skipped otherwise).
+        #[arg(long, default_value_t = 0)]
+        first: usize,
         /// Of those, tiles the CubeCL emulation also runs on the CPU runtime.
         #[arg(long, default_value_t = 2048)]
         emulated: usize,
@@ -285,8 +289,8 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::TensorCore { runtime, tiles, emulated, sample, sample_tiles } => {
-            let options = tensor_core::Options { tiles, emulated, sample, sample_tiles };
+        Command::TensorCore { runtime, tiles, first, emulated, sample, sample_tiles } => {
+            let options = tensor_core::Options { tiles, first, emulated, sample, sample_tiles };
             match client_of(&runtime).and_then(|d| client_of("cpu").map(|c| (d, c))).and_then(|(d, c)| tensor_core::run(&d, &c, &options)) {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::FAILURE,

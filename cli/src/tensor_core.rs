@@ -18,6 +18,9 @@ use std::time::Instant;
 pub struct Options {
     /// Tiles per format on the device.
     pub tiles: usize,
+    /// The index of the first tile: a run from another index draws tiles no earlier run saw
+    /// (the model was fitted on the tiles from 0).
+    pub first: usize,
     /// Of those, tiles the CubeCL emulation also runs on the CPU runtime (f16).
     pub emulated: usize,
     /// Write the device's outputs of the first `sample_tiles` tiles here.
@@ -168,7 +171,12 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
     if !native.is_native() {
         return Err(format!("`{}` does not run the tile natively", device.name()));
     }
-    println!("tensor-core model on {profile}: {} tiles per format, classes {}", options.tiles, cases::CLASSES.join(", "));
+    println!(
+        "tensor-core model on {profile}: {} tiles per format from tile {}, classes {}",
+        options.tiles,
+        options.first,
+        cases::CLASSES.join(", ")
+    );
     println!("model: {:?}; fixture: {:?}", FusedDot::SM90, FusedDot::SM90_ROUNDING_AT_ALIGNMENT);
     let tiles = options.tiles.div_ceil(256) * 256;
     let mut ok = true;
@@ -179,12 +187,12 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
         let mut sample = Vec::new();
         // The first batch's inputs and device outputs, for the emulation's comparison.
         let mut head = None;
-        let mut first = 0;
-        while first < tiles {
-            let n = BATCH.min(tiles - first);
+        let mut first = options.first;
+        while first < options.first + tiles {
+            let n = BATCH.min(options.first + tiles - first);
             let (a, b, c) = inputs(format, first, n);
             let got = run_tiles(device, format, &a, &b, &c, n, None, native)?;
-            if first == 0 {
+            if first == options.first {
                 sample = got[..options.sample_tiles.min(n) * 256].to_vec();
                 let e = (options.emulated.div_ceil(256) * 256).min(n);
                 head = Some(Head { a: a[..e * 512].to_vec(), b: b[..e * 512].to_vec(), c: c[..e * 1024].to_vec(), native: got[..e * 256].to_vec() });
@@ -214,14 +222,14 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
         } else {
             println!("  fixture caught: {} outputs differ", total.fixture);
         }
-        if let Some(dir) = &options.sample {
+        if let Some(dir) = options.sample.as_ref().filter(|_| options.first == 0) {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             let path = dir.join(format!("hmma-{}-sm{}.bin", format!("{format:?}").to_lowercase(), profile.sm));
             let bytes: Vec<u8> = sample.iter().flat_map(|w| w.to_le_bytes()).collect();
             std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
             println!("  device outputs of the first {} tiles written to {}", sample.len() / 256, path.display());
         }
-        if let Some(head) = head.filter(|h| format == Format::F16 && !h.native.is_empty()) {
+        if let Some(head) = head.filter(|h| format == Format::F16 && !h.native.is_empty() && options.first == 0) {
             ok &= emulation(cpu, profile, &head)?;
         }
     }
