@@ -14,6 +14,10 @@ logs="${2:-gpu-logs}"
 mode="${3:-full}"
 mkdir -p "$logs"
 export CUDA_PATH="${CUDA_PATH:-/usr/local/cuda}"
+# Device evidence at depth 16 with a fresh seed, recorded in every log and ledger record.
+export ISLANDS_DEPTH="${ISLANDS_DEPTH:-16}"
+export ISLANDS_SEED="${ISLANDS_SEED:-0x$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}"
+echo "islands device checks: ISLANDS_SEED=$ISLANDS_SEED ISLANDS_DEPTH=$ISLANDS_DEPTH"
 status=0
 run() {
   local name="$1"; shift

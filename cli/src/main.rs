@@ -407,7 +407,7 @@ fn show(filter: &str, backend: &str) -> ExitCode {
     };
     for &entry in registry::arms().iter().filter(|e| e.name().contains(filter)) {
         let island_runtime::lifted::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
-        let Some(profile) = island_runtime::Profile::references(backend).into_iter().find(|p| entry.spec().admits(p)) else { continue };
+        let Some(profile) = island_runtime::Profile::references(backend).into_iter().find(|p| island_runtime::proof::selects(entry, p)) else { continue };
         for which in [Which::Arm, Which::Default] {
             println!("// {} — {which:?} — {profile}", entry.name());
             match lowering::source(entry, lifted, &profile, which, &host) {
@@ -460,7 +460,7 @@ fn list(json: bool) -> ExitCode {
                 serde_json::json!({
                     "crate": e.krate,
                     "island": e.site.id,
-                    "arm": e.spec().label,
+                    "arm": e.label(),
                     "guard": e.spec().guard.to_string(),
                     "proof": match e.proof { island_runtime::lifted::ProofSpec::Lifted(_) => "lifted", island_runtime::lifted::ProofSpec::Unprovable(_) => "none" },
                     "location": e.location(),
@@ -475,7 +475,7 @@ fn list(json: bool) -> ExitCode {
         .map(|e| {
             vec![
                 e.site.id.to_string(),
-                e.spec().label.to_string(),
+                e.label().to_string(),
                 e.spec().guard.to_string(),
                 match e.proof {
                     island_runtime::lifted::ProofSpec::Lifted(l) => format!("lifted ({} inputs, cube {})", l.params.len(), l.cube_dim),

@@ -56,9 +56,9 @@ pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Resul
     let mut cells = Vec::new();
     for &entry in registry::arms().iter().filter(|e| e.expect == Expect::Equal) {
         for device in &devices {
-            let label = entry.spec().label;
+            let label = entry.label();
             let record = records.iter().find(|r| r.island == entry.site.id && r.arm == label && r.device == *device);
-            let selected = island_runtime::gate::hash_profile(device).is_some_and(|p| entry.spec().admits(&p));
+            let selected = island_runtime::gate::hash_profile(device).is_some_and(|p| island_runtime::proof::selects(entry, &p));
             let (status, detail) = match record {
                 None if !selected => ("-", "the device does not select this arm".to_string()),
                 None => ("unverified", "no record".to_string()),

@@ -55,6 +55,80 @@ pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
+/// `a·b + c` in binary32 with two roundings (the product rounded, then the sum) on every
+/// backend: what Rust's `a * b + c` means, which a kernel that writes `a * b + c` does not get
+/// (CubeCL's optimiser fuses a product whose only use is an add into `Fma` on every backend,
+/// and NVRTC contracts the rest). CUDA takes PTX `mul.rn.f32` and `add.rn.f32`, which the PTX
+/// ISA never contracts (explicit rounding); `default` is [`portable::mul_add_rounded`] (the
+/// product in binary64, converted, then added).
+#[islands]
+#[cube]
+pub fn mul_add(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32) -> f32;
+        cuda => unfused_mul_add::call(a, b, c, target),
+        default => portable::mul_add_rounded(a, b, c),
+    }
+}
+
+/// The canary of contraction: `default` writes a product with two uses, `acc + p + p`, which
+/// CubeCL's optimiser leaves a multiply and two adds and a contracting compiler (NVRTC) fuses;
+/// the arm computes the same two-rounding sums with [`unfused_mul_add`]. Its CPU proof holds;
+/// on CUDA `islands conform` must find the device `default` different from the CPU's
+/// (`expect_default_mismatch`). If it does not, CUDA stopped contracting and the backend
+/// table's [`island_runtime::Contraction`] is wrong; if it does, the check that catches a
+/// user's contracted `default` is shown able to fail.
+#[islands(expect_default_mismatch)]
+#[cube]
+pub fn contraction_canary(acc: f32, x: f32, y: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(acc: f32, x: f32, y: f32) -> f32;
+        cuda => {
+            let once = unfused_mul_add::call(x, y, acc, target);
+            unfused_mul_add::call(x, y, once, target)
+        },
+        default => {
+            let p = x * y;
+            acc + p + p
+        },
+    }
+}
+
+/// PTX `mul.rn.f32` then `add.rn.f32`: two roundings, never contracted.
+#[intrinsic(
+    name = "exact::mul_add<f32>",
+    semantics = defined,
+    summary = "a·b + c in binary32 with two roundings: PTX mul.rn then add.rn, which ptxas never contracts",
+    check = mul_add,
+    lowerings(cuda => "mul.rn.f32"),
+)]
+pub mod unfused_mul_add {
+    use cubecl::prelude::*;
+
+    /// The result leaves the asm as its bits (a `u32` register) and is reinterpreted after it:
+    /// CubeCL 0.11 hands an asm statement's output, used as the input of another asm
+    /// statement, over as its local's address, and ptxas then refuses the `add` (seen on the
+    /// H200 when the contraction canary chained two calls).
+    #[cube]
+    pub fn cuda(a: f32, b: f32, c: f32) -> f32 {
+        let d: u32;
+        gpu_asm!(
+            "{{ .reg .f32 p, s; mul.rn.f32 p, {}, {}; add.rn.f32 s, p, {}; mov.b32 {}, s; }}",
+            in(_) a, in(_) b, in(_) c, out(_) d,
+            options(pure, nomem)
+        );
+        f32::reinterpret(d)
+    }
+
+    /// The binary32 product passed through its bits, so that CubeCL's optimiser does not fuse
+    /// it with the add, then the sum: two roundings on the CPU runtime.
+    #[cube]
+    pub fn emulate(a: f32, b: f32, c: f32) -> f32 {
+        let product = f32::reinterpret(u32::reinterpret(a * b));
+        product + c
+    }
+}
+
 /// CUDA's `fma` on f32: `fma.rn.f32`, one rounding.
 #[intrinsic(
     name = "exact::fma<f32>",

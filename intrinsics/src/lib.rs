@@ -20,8 +20,10 @@ pub mod ldmatrix;
 pub mod mma;
 pub mod mma_sync;
 pub mod plane;
-pub mod portable;
 pub mod stream;
 pub mod tensor_core;
 
 pub use dot::dp4a;
+/// The portable formulations `default` arms use, in a crate of their own that cannot reach an
+/// emulation.
+pub use island_portable as portable;

@@ -23,7 +23,9 @@ use proc_macro::TokenStream;
 ///
 /// Options: `tag = name` names the tag parameter; `expect_mismatch` marks a negative fixture
 /// whose every arm must fail its proof; `expect_native_mismatch` one whose arms must pass their
-/// CPU proof and fail their device conformance (a wrong native lowering).
+/// CPU proof and fail their device conformance (a wrong native lowering);
+/// `expect_default_mismatch` a canary whose `default` a contracting compiler changes (its
+/// device `default` must differ from the CPU's where the backend contracts).
 #[proc_macro_attribute]
 pub fn islands(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()

@@ -327,7 +327,7 @@ impl Parse for TagOption {
                     key.span(),
                     format!(
                         "unknown #[islands] option `{word}`; expected `tag = name`, {}",
-                        Expect::ALL.iter().filter_map(|e| e.option()).map(|o| format!("`{o}`")).collect::<Vec<_>>().join(" or ")
+                        Expect::ALL.iter().filter_map(|e| e.option()).map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ")
                     ),
                 )),
             },
@@ -339,8 +339,10 @@ impl Parse for TagOption {
 pub enum TagOption {
     /// `tag = name`: the function's tag parameter.
     Tag(Ident),
-    /// `expect_mismatch` (a negative fixture: every arm's proof must fail) or
+    /// `expect_mismatch` (a negative fixture: every arm's proof must fail),
     /// `expect_native_mismatch` (a wrong native lowering: every arm's CPU proof must hold and
-    /// its device conformance must fail).
+    /// its device conformance must fail) or `expect_default_mismatch` (a canary `default` a
+    /// contracting compiler changes: its device `default` must differ where the backend
+    /// contracts).
     Expect(Expect),
 }

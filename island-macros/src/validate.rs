@@ -1,6 +1,8 @@
 //! Checks across the arms of one island. Every problem is reported, each at its own token.
 
 use crate::ast::*;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
 
 /// Validates `island`, pushing one error per problem.
 pub fn island(island: &Island, errors: &mut Vec<syn::Error>) {
@@ -35,6 +37,14 @@ pub fn island(island: &Island, errors: &mut Vec<syn::Error>) {
                 }
                 let _ = span;
                 seen_default = true;
+                if let Some(at) = emulation_use(arm.body.to_token_stream()) {
+                    errors.push(syn::Error::new(
+                        at,
+                        "`default` may not call an emulation: every arm is proven against `default` by running its \
+                         emulation, so code the two share cancels out of the proof, bugs included; write `default` \
+                         independently (island_intrinsics::portable has such helpers)",
+                    ));
+                }
             }
             Pattern::Backends(keys) => {
                 for (k, key) in keys.iter().enumerate() {
@@ -106,4 +116,21 @@ fn covers(arm: &Arm, key: &BackendKey) -> bool {
         Pattern::Backends(keys) => keys.iter().any(|k| k.ident == key.ident),
         Pattern::Default(_) => false,
     }
+}
+
+/// The first identifier of `tokens` that names an emulation: an intrinsic's `emulate`, or the
+/// runtime's `emulation` module.
+fn emulation_use(tokens: TokenStream) -> Option<Span> {
+    for tree in tokens {
+        match tree {
+            TokenTree::Ident(i) if i == "emulate" || i == "emulation" => return Some(i.span()),
+            TokenTree::Group(g) => {
+                if let Some(at) = emulation_use(g.stream()) {
+                    return Some(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }

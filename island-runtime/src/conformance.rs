@@ -29,12 +29,16 @@ pub fn conform_with(
 ) -> Option<ProofRun> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     let profile = crate::device::profile(device)?;
-    if !entry.spec().admits(&profile) {
+    if !crate::proof::selects(entry, &profile) {
         return None;
     }
     let native = Side { client: device, target: Target::forced(profile, device).only(entry.site.id), label: "native" };
     let emulation = Side { client: cpu, target: Target::forced(profile, cpu).only(entry.site.id), label: "emulation" };
-    let expect = if entry.expect == Expect::Equal { Expect::Equal } else { Expect::Mismatch };
+    // A wrong arm is wrong natively too; a canary of a changed `default` has right arms.
+    let expect = match entry.expect {
+        Expect::Equal | Expect::DefaultMismatch => Expect::Equal,
+        Expect::Mismatch | Expect::NativeMismatch => Expect::Mismatch,
+    };
     let what_ran = match (native.target.is_native(), Executor::from_client_name(device.name()), Executor::from_client_name(cpu.name())) {
         (true, Executor::Device(_), Executor::Cpu) => None,
         (native_tag, device_exec, cpu_exec) => Some(format!(
@@ -96,6 +100,22 @@ pub fn defaults(entry: &'static ArmEntry, device: &Client, cpu: &Client, options
     run.arm = "default";
     run.lowering = "default";
     run.expect = Expect::Equal;
+    if entry.expect == Expect::DefaultMismatch {
+        // A canary of a `default` that a contracting compiler changes: where the backend is
+        // known to contract, the device's `default` must differ; where its driver decides, the
+        // outcome is reported, never passed as a catch.
+        match profile.backend.contraction() {
+            island_vocab::Contraction::Contracts => run.expect = Expect::Mismatch,
+            island_vocab::Contraction::DriverDefined => {
+                if let Verdict::Mismatch { report, .. } = &run.verdict {
+                    run.verdict = Verdict::Declined {
+                        report: format!("this device's compiler contracts a product feeding an add (its driver decides; measured here)\n{report}"),
+                    };
+                }
+            }
+        }
+        return Some(run);
+    }
     run.verdict = within_divergence(
         run.verdict,
         crate::divergence::known_default(&profile, entry.site.id),

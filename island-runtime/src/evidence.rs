@@ -15,9 +15,9 @@ use island_vocab::{Expect, Profile};
 pub fn facts_of(entries: &[&'static ArmEntry], device: &Fingerprint, profile: &Profile, records: &[Record], host: &Client) -> Vec<((String, String), ArmFacts)> {
     entries
         .iter()
-        .filter(|e| e.spec().admits(profile))
+        .filter(|e| crate::proof::selects(e, profile))
         .map(|&entry| {
-            let key = (entry.site.id.to_string(), entry.spec().label.to_string());
+            let key = (entry.site.id.to_string(), entry.label().to_string());
             let needs_device_evidence = if entry.expect != Expect::Equal {
                 Some("the arm is a negative fixture, written to differ from `default`".to_string())
             } else {

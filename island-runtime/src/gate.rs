@@ -106,7 +106,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
     }
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     let profile = crate::device::profile(device)?;
-    if !entry.spec().admits(&profile) {
+    if !crate::proof::selects(entry, &profile) {
         return None;
     }
     let fingerprint = Fingerprint::of_client(device)?;
@@ -172,7 +172,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
     }
     Some(Record {
         island: entry.site.id.to_string(),
-        arm: entry.spec().label.to_string(),
+        arm: entry.label().to_string(),
         device: fingerprint,
         code,
         proof: ProofEvidence {

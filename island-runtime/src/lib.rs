@@ -46,7 +46,7 @@ pub mod value;
 
 /// The vocabulary ([`island_vocab`]): backends, element kinds, capabilities, profiles, sites.
 pub use island_vocab::{self as vocab, backend, capability, elem, expect, mma, profile, site};
-pub use island_vocab::{ArmSpec, Atom, Backend, CAPABILITIES, Capability, Cmp, Elem, Executor, Expect, Guard, Mma, Profile, Semantics, Site};
+pub use island_vocab::{ArmSpec, Atom, Backend, CAPABILITIES, Capability, Cmp, Contraction, Elem, Executor, Expect, Guard, Mma, Profile, Semantics, Site};
 
 pub use contract::Contract;
 pub use fingerprint::Fingerprint;

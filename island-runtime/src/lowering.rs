@@ -171,6 +171,11 @@ pub enum Which {
 /// The source `entry`'s island compiles to on `profile`'s backend, with its arm or `default`
 /// selected. `host` lends buffers to describe the kernel's arguments (nothing runs).
 pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, which: Which, host: &Client) -> Result<String, String> {
+    // The source of an arm is compiled with a tag that selects it: with several arms for one
+    // backend (`cuda if sm >= 90 => …, cuda => …`) another profile's tag compiles another arm.
+    if which != Which::Default && !crate::proof::selects(entry, profile) {
+        return Err(format!("{profile} does not select arm `{}` of {} (another arm, or `default`, is taken there)", entry.label(), entry.site.id));
+    }
     let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
     let target = match which {
         Which::Arm => Target::from_parts(Some(*profile), exec).only(entry.site.id),
@@ -259,11 +264,11 @@ pub fn define(lifted: &'static Lifted, target: Target, device: Arc<DevicePropert
     (lifted.define)(&args, device, Arc::new(Default::default()))
 }
 
-/// A reference profile of `backend` that `entry`'s guard (and `requires`) admits.
+/// A reference profile of `backend` that selects `entry`'s arm and meets `requires`.
 fn profile_for(entry: &ArmEntry, backend: Backend, requires: Guard) -> Option<Profile> {
     Profile::references(backend)
         .into_iter()
-        .find(|p| entry.spec().guard.holds(p) && requires.holds(p))
+        .find(|p| crate::proof::selects(entry, p) && requires.holds(p))
 }
 
 /// The arm's and `default`'s sources for `profile`.
@@ -332,6 +337,39 @@ pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> R
         return Err(format!("{emitted:?} also appear in `default`: the arm emits no instruction of the table that `default` does not"));
     }
     Ok(())
+}
+
+/// How much of `entry`'s `default` is its arm's emulation under other names: the share of the
+/// lines of the two programs (CUDA C++ of the lifted island with the arm emulated as the CPU
+/// proof runs it, and with `default`; canonical, so names and numbering do not count) that
+/// their longest common subsequence holds, from 0 (nothing shared) to 1 (the same program).
+/// A CPU proof of an arm whose emulation and `default` are nearly the same program shows
+/// little: what they share cancels out of the comparison.
+pub fn shared_lines(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, host: &Client) -> Result<f64, String> {
+    let emulated = crate::canonical::canonical(&source(entry, lifted, profile, Which::Emulated, host)?);
+    let default = crate::canonical::canonical(&source(entry, lifted, profile, Which::Default, host)?);
+    let (a, b): (Vec<&str>, Vec<&str>) = (body_lines(&emulated), body_lines(&default));
+    if a.is_empty() && b.is_empty() {
+        return Ok(1.0);
+    }
+    // Longest common subsequence of the lines, one row at a time.
+    let mut row = vec![0usize; b.len() + 1];
+    for x in &a {
+        let mut diagonal = 0;
+        for (j, y) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if x == y { diagonal + 1 } else { row[j + 1].max(row[j]) };
+            diagonal = above;
+        }
+    }
+    Ok(2.0 * row[b.len()] as f64 / (a.len() + b.len()) as f64)
+}
+
+/// The lines of a kernel's body: after the kernel's signature, blank lines and lone braces
+/// left out (every kernel shares its prelude and its closing braces).
+fn body_lines(code: &str) -> Vec<&str> {
+    let start = code.find("void kernel").unwrap_or(0);
+    code[start..].lines().map(str::trim).filter(|l| !l.is_empty() && *l != "{" && *l != "}" && *l != "};").collect()
 }
 
 fn excerpt(source: &str) -> String {

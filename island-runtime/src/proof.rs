@@ -134,17 +134,17 @@ impl ProofRun {
     pub fn passed(&self) -> bool {
         matches!(
             (&self.verdict, self.expect),
-            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch) | (Verdict::Mismatch { .. }, Expect::Mismatch)
+            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch | Expect::DefaultMismatch) | (Verdict::Mismatch { .. }, Expect::Mismatch)
         )
     }
 
     /// A short verdict word for tables.
     pub fn verdict_word(&self) -> &'static str {
         match (&self.verdict, self.expect) {
-            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch) => "proven",
+            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch | Expect::DefaultMismatch) => "proven",
             (Verdict::Mismatch { .. }, Expect::Mismatch) => "caught",
             (Verdict::Proven, Expect::Mismatch) => "MISSED",
-            (Verdict::Mismatch { .. }, Expect::Equal | Expect::NativeMismatch) => "MISMATCH",
+            (Verdict::Mismatch { .. }, Expect::Equal | Expect::NativeMismatch | Expect::DefaultMismatch) => "MISMATCH",
             (Verdict::Unproven { .. }, _) => "unproven",
             (Verdict::DeviceEvidenceOnly { .. }, _) => "device evidence only",
             (Verdict::Declined { .. }, _) => "declined",
@@ -165,14 +165,38 @@ impl ProofRun {
 }
 
 /// The reference profiles an arm is proven under: every reference profile of each of its
-/// backends that its guard admits. Empty when the guard admits none (reported unproven).
+/// backends that selects it (its guard holds and no earlier arm of the island is taken). Empty
+/// when none does (reported unproven).
 pub fn profiles_for(entry: &ArmEntry) -> Vec<Profile> {
-    let spec = entry.spec();
-    spec.backends
-        .iter()
-        .flat_map(|b| Profile::references(*b))
-        .filter(|p| spec.guard.holds(p))
-        .collect()
+    entry.spec().backends.iter().flat_map(|b| Profile::references(*b)).filter(|p| selects(entry, p)).collect()
+}
+
+/// Whether the device of `profile` takes `entry`'s arm of its island (before any ledger).
+pub fn selects(entry: &ArmEntry, profile: &Profile) -> bool {
+    let exec = crate::target::Exec { executor: island_vocab::Executor::Device(profile.backend), plane: profile.plane };
+    matches!(Target::from_parts(Some(*profile), exec).only(entry.site.id).explain(entry.site), Selection::Arm(i) if i == entry.arm)
+}
+
+/// [`profiles_for`], less each profile under which the arm and `default` expand to the same
+/// programs as under an earlier one (a proof of the same programs on the same inputs proves
+/// nothing new), with the profiles each stands for. Profiles whose programs cannot be expanded
+/// are kept, so that the proof reports why.
+pub fn distinct_profiles(entry: &'static ArmEntry, client: &Client) -> Vec<(Profile, Vec<Profile>)> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return profiles_for(entry).into_iter().map(|p| (p, vec![])).collect() };
+    let mut kept: Vec<(Profile, Vec<Profile>, Option<(String, String)>)> = Vec::new();
+    for profile in profiles_for(entry) {
+        let programs = (|| -> Result<(String, String), String> {
+            let emulated = crate::lowering::source(entry, lifted, &profile, crate::lowering::Which::Emulated, client)?;
+            let default = crate::lowering::source(entry, lifted, &profile, crate::lowering::Which::Default, client)?;
+            Ok((crate::canonical::canonical(&emulated), crate::canonical::canonical(&default)))
+        })()
+        .ok();
+        match kept.iter_mut().find(|(_, _, p)| programs.is_some() && p == &programs) {
+            Some((_, covered, _)) => covered.push(profile),
+            None => kept.push((profile, vec![], programs)),
+        }
+    }
+    kept.into_iter().map(|(p, covered, _)| (p, covered)).collect()
 }
 
 /// Proves one arm on `client`: one run per reference profile.
@@ -198,17 +222,24 @@ pub fn prove(entry: &'static ArmEntry, client: &Client, options: &ProofOptions) 
             return vec![base("-".into(), Verdict::Unproven { reason: reason.to_string() })];
         }
     };
-    let profiles = profiles_for(entry);
+    let profiles = distinct_profiles(entry, client);
     if profiles.is_empty() {
         let reason = format!(
-            "no reference profile of `{}` satisfies the guard `{}`",
+            "no reference profile of `{}` selects the arm (its guard `{}` holds for none, or an earlier arm is taken)",
             spec.label, spec.guard
         );
         return vec![base("-".into(), Verdict::Unproven { reason })];
     }
     profiles
         .into_iter()
-        .map(|profile| prove_one(entry, lifted, profile, client, options))
+        .map(|(profile, covered)| {
+            let mut run = prove_one(entry, lifted, profile, client, options);
+            if !covered.is_empty() {
+                let names: Vec<&str> = covered.iter().map(|p| p.name).collect();
+                run.profile = format!("{} (same programs as {})", run.profile, names.join(", "));
+            }
+            run
+        })
         .collect()
 }
 

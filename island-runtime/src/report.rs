@@ -84,7 +84,7 @@ pub fn compare(
             r,
             "island `{}` arm `{}`: the {} differs from the {}",
             entry.site.id,
-            entry.spec().label,
+            entry.label(),
             a.label,
             b.label
         );

@@ -203,7 +203,7 @@ impl Target {
             match arm.guard.first_unmet(profile) {
                 None => {
                     if let Some(LedgerRef(ledger)) = self.ledger
-                        && let Some(reason) = ledger.veto(site.id, arm.label)
+                        && let Some(reason) = ledger.veto(site.id, &site.arm_label(i))
                     {
                         return Selection::Default(DefaultReason::Ledger { arm: arm.label, reason });
                     }

@@ -60,6 +60,33 @@ impl Backend {
     }
 }
 
+/// Whether a backend's compiler contracts a multiply and an add into one fused multiply-add
+/// (one rounding instead of two) where the code does not ask for it. CubeCL's own optimiser
+/// already fuses a product whose only use is an add into `Fma` on every backend, the CPU
+/// runtime included; this is what the backend's compiler does beyond that, to a product with
+/// other uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Contraction {
+    /// It contracts: CUDA (NVRTC compiles with `--fmad=true` unless told otherwise, and CubeCL
+    /// 0.11 does not tell it; `mul.rn` and `add.rn`, with an explicit rounding, never are).
+    Contracts,
+    /// The driver decides: Vulkan without the `NoContraction` decoration (CubeCL 0.11's SPIR-V
+    /// emits none), HIP, Metal, WebGPU. Measured per device: its `default` against the CPU's.
+    DriverDefined,
+}
+
+impl Backend {
+    /// What the backend's compiler does with a multiply feeding an add (the CPU runtime never
+    /// contracts: its LLVM lowering sets the contraction flag for GPU targets only).
+    pub const fn contraction(self) -> Contraction {
+        match self {
+            Backend::Cuda => Contraction::Contracts,
+            Backend::Hip | Backend::Vulkan | Backend::Metal | Backend::WebGpu => Contraction::DriverDefined,
+        }
+    }
+}
+
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.keyword())

@@ -13,11 +13,16 @@ pub enum Expect {
     /// A negative fixture of a native lowering: the emulation is right, so the CPU proof must
     /// hold, and the native code is wrong, so device conformance must find a mismatch.
     NativeMismatch,
+    /// A canary of a `default` that a contracting compiler changes (a product feeding an add):
+    /// its arms must hold as usual, and on a backend known to contract
+    /// ([`crate::Contraction::Contracts`]) the device's `default` must differ from the CPU's.
+    /// Where the driver decides, the comparison is reported, not judged.
+    DefaultMismatch,
 }
 
 impl Expect {
     /// Every expectation.
-    pub const ALL: [Expect; 3] = [Expect::Equal, Expect::Mismatch, Expect::NativeMismatch];
+    pub const ALL: [Expect; 4] = [Expect::Equal, Expect::Mismatch, Expect::NativeMismatch, Expect::DefaultMismatch];
 
     /// The `#[islands(…)]` option that sets it; `None` for the normal case.
     pub const fn option(self) -> Option<&'static str> {
@@ -25,6 +30,7 @@ impl Expect {
             Expect::Equal => None,
             Expect::Mismatch => Some("expect_mismatch"),
             Expect::NativeMismatch => Some("expect_native_mismatch"),
+            Expect::DefaultMismatch => Some("expect_default_mismatch"),
         }
     }
 
@@ -34,6 +40,7 @@ impl Expect {
             Expect::Equal => "Equal",
             Expect::Mismatch => "Mismatch",
             Expect::NativeMismatch => "NativeMismatch",
+            Expect::DefaultMismatch => "DefaultMismatch",
         }
     }
 }

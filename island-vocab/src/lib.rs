@@ -18,7 +18,7 @@ pub mod profile;
 pub mod semantics;
 pub mod site;
 
-pub use backend::{Backend, Executor};
+pub use backend::{Backend, Contraction, Executor};
 pub use capability::{Atom, CAPABILITIES, Capability, Cmp, Guard};
 pub use elem::Elem;
 pub use expect::Expect;

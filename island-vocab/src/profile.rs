@@ -114,11 +114,17 @@ impl Profile {
         Profile { backend, name, plane, sm, dp4a, mma }
     }
 
-    /// The reference devices a proof emulates for `backend`: each arm is proven once per
-    /// reference profile its guard admits, so an arm for `hip` is proven at wave32 and wave64.
+    /// The reference devices a proof emulates for `backend`: each arm is proven under every
+    /// reference profile that selects it, so an arm for `hip` is proven at wave32 and wave64,
+    /// and of tiered CUDA arms (`cuda if sm >= 90 => …, cuda => …`) each under a generation
+    /// that takes it: Hopper, Ada and Ampere, the three a CUDA arm is written for today.
     pub fn references(backend: Backend) -> Vec<Profile> {
         match backend {
-            Backend::Cuda => vec![Profile::new(backend, "sm_90 (H200)", 32, 90, true, CUDA_MMA)],
+            Backend::Cuda => vec![
+                Profile::new(backend, "sm_90 (H200)", 32, 90, true, CUDA_MMA),
+                Profile::new(backend, "sm_89 (L40S)", 32, 89, true, CUDA_MMA),
+                Profile::new(backend, "sm_80 (A100)", 32, 80, true, CUDA_MMA),
+            ],
             Backend::Hip => vec![
                 Profile::new(backend, "gfx1100 (wave32)", 32, 0, false, RDNA_MMA),
                 Profile::new(backend, "gfx90a (wave64)", 64, 0, false, &[]),

@@ -14,6 +14,21 @@ pub struct Site {
     pub arms: &'static [ArmSpec],
 }
 
+impl Site {
+    /// The name of arm `i` in tests, records and reports: its pattern as written (`cuda | hip`),
+    /// with its guard appended (`cuda if sm >= 90`) when another arm of the island has the same
+    /// pattern (tiered arms of one backend), so every arm has a name of its own.
+    pub fn arm_label(&self, i: usize) -> std::borrow::Cow<'static, str> {
+        let arm = &self.arms[i];
+        let shared = self.arms.iter().enumerate().any(|(j, other)| j != i && other.label == arm.label);
+        match (shared, arm.guard.to_string()) {
+            (false, _) => arm.label.into(),
+            (true, guard) if guard.is_empty() => arm.label.into(),
+            (true, guard) => format!("{} if {guard}", arm.label).into(),
+        }
+    }
+}
+
 /// An accelerated arm's key: the backends it is written for and its guard.
 #[derive(Debug)]
 pub struct ArmSpec {

@@ -34,6 +34,10 @@ pub struct CrateCensus {
     pub fixtures: usize,
     /// Negative fixtures of a native lowering, for device conformance to catch.
     pub native_fixtures: usize,
+    /// Canaries of a `default` a contracting compiler changes, for device conformance of
+    /// defaults to catch.
+    #[serde(default)]
+    pub default_canaries: usize,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +60,7 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
                 }
                 Expect::Mismatch => c.fixtures += 1,
                 Expect::NativeMismatch => c.native_fixtures += 1,
+                Expect::DefaultMismatch => c.default_canaries += 1,
             }
         }
         census.crates.insert(krate.to_string(), c);
@@ -66,7 +71,7 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
         if profile.name.contains("llvmpipe") {
             let conformance_runs = registry::arms()
                 .iter()
-                .filter(|e| crates.contains(&e.krate) && e.expect != Expect::Mismatch && e.spec().admits(&profile))
+                .filter(|e| crates.contains(&e.krate) && e.expect != Expect::Mismatch && island_runtime::proof::selects(e, &profile))
                 .count();
             census.lavapipe = Some(DeviceCensus { plane: profile.plane, conformance_runs });
         }

@@ -61,7 +61,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
     // A known divergence declines only the differences it was measured on: a planted wrong
     // native lowering, which differs on realistic values, must still fail when a record of
     // the device names its island for the subnormal group alone.
-    if let Some(&fixture) = registry::arms().iter().find(|e| e.expect == island_runtime::Expect::NativeMismatch && e.spec().admits(&profile)) {
+    if let Some(&fixture) = registry::arms().iter().find(|e| e.expect == island_runtime::Expect::NativeMismatch && island_runtime::proof::selects(e, &profile)) {
         let device = device.clone();
         let options = options.clone();
         trials.push(
@@ -73,7 +73,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
         let wanted = crates.is_empty() || crates.contains(&entry.krate);
         // Fixtures of a wrong arm are wrong in their emulation too: only a wrong native
         // lowering (`expect_native_mismatch`) is for conformance to catch.
-        if !wanted || !entry.spec().admits(&profile) || entry.expect == island_runtime::Expect::Mismatch {
+        if !wanted || !island_runtime::proof::selects(entry, &profile) || entry.expect == island_runtime::Expect::Mismatch {
             continue;
         }
         let device = device.clone();

@@ -1,18 +1,23 @@
-//! Checks that no `default` arm, and no function one calls, uses `island_runtime::emulation`.
+//! Checks that no `default` arm, and no function one calls, uses `island_runtime::emulation` or an
+//! intrinsic's `emulate`.
 //!
 //! A proof runs an arm through its emulation against `default` on the CPU. Code the two share
 //! cancels out of that comparison, bugs included, so the normative side must be written
 //! independently. This scan reads the crate's sources (not the macro's output): every
 //! `default => …` body of every `island!`, the functions those bodies call (transitively, as
 //! `module::name` resolved to `module.rs` of the crate, or `name` in the calling file), and
-//! every file named `portable.rs`.
+//! every file named `portable.rs`. (The portable helpers live in `island-portable`, which
+//! depends on CubeCL alone, so the compiler already keeps emulations out of them; and `island!`
+//! refuses a `default` that names one.)
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// The word whose use makes a default depend on an emulation.
+/// The words whose use makes a default depend on an emulation: the runtime's module and an
+/// intrinsic's function.
 const EMULATION: &str = "emulation";
+const EMULATE: &str = "emulate";
 
 /// Every place under `dir` where a `default` (or a function it calls, or a portable helper)
 /// uses the emulation module, as `file: what`. Empty when the defaults are independent.
@@ -77,7 +82,7 @@ fn read_sources(dir: &Path) -> Result<Vec<(String, TokenStream)>, String> {
 /// Whether `word` appears as an identifier anywhere in `tokens`.
 fn mentions(tokens: TokenStream, word: &str) -> bool {
     tokens.into_iter().any(|tt| match tt {
-        TokenTree::Ident(id) => id == word,
+        TokenTree::Ident(id) => id == word || (word == EMULATION && id == EMULATE),
         TokenTree::Group(g) => mentions(g.stream(), word),
         _ => false,
     })
@@ -186,7 +191,74 @@ mod tests {
         let elsewhere = "fn f() { island! { cuda => a(), default => other::deeper(v) } }
                          fn deeper(v: f32) -> f32 { emulation::gather(v, 8) }";
         assert!(scan(elsewhere).is_empty());
+        // An intrinsic's emulation, called through a helper.
+        let through_helper = "fn f() { island! { cuda => a(), default => lib::helper(a, b, c) } }
+                              fn helper(a: i32, b: i32, c: i32) -> i32 { dp4a::emulate(a, b, c) }";
+        assert_eq!(scan(through_helper).len(), 1, "{:?}", scan(through_helper));
         let arm_only = "fn f() { island! { cuda => emulation::gather(v, 8), default => tree(v) } } fn tree(v: f32) { v }";
         assert!(scan(arm_only).is_empty());
     }
 }
+
+/// Arms whose emulation and `default` share at least this much of their program
+/// ([`island_runtime::lowering::shared_lines`]) are reported: their CPU proof compares nearly a
+/// program with itself.
+pub const NEAR_IDENTICAL: f64 = 0.9;
+
+/// One trial for `crates`: lists every arm whose emulated program and `default`'s share
+/// [`NEAR_IDENTICAL`] or more of their lines, with the share, and fails on any that
+/// [`TAUTOLOGICAL`] does not name with the device evidence that backs it instead.
+pub fn shared_program_trial(crates: &'static [&'static str]) -> libtest_mimic::Trial {
+    libtest_mimic::Trial::test("independence::defaults_are_not_the_emulation_renamed", move || {
+        let client = crate::cpu()?;
+        let mut report = Vec::new();
+        let mut unexplained = Vec::new();
+        for &entry in island_runtime::registry::arms() {
+            if entry.expect != island_runtime::Expect::Equal || !crates.contains(&entry.krate) {
+                continue;
+            }
+            let island_runtime::lifted::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
+            let Some((profile, _)) = island_runtime::proof::distinct_profiles(entry, &client).into_iter().next() else { continue };
+            let share = island_runtime::lowering::shared_lines(entry, lifted, &profile, &client)?;
+            if share < NEAR_IDENTICAL {
+                continue;
+            }
+            let same = share >= 1.0
+                && island_runtime::lowering::same_program(lifted, island_runtime::Target::forced(profile, &client).only(entry.site.id), island_runtime::Target::default_arms(&client), &client)?;
+            match TAUTOLOGICAL.iter().find(|(name, _)| *name == entry.name()) {
+                Some((_, evidence)) => report.push(format!("{} shares {:.0} % ({evidence})", entry.name(), share * 100.0)),
+                // Its proof already says so: "device evidence only", never proven.
+                None if same => report.push(format!("{}: the same program; its proof reports device evidence only", entry.name())),
+                None => unexplained.push(format!("{} shares {:.0} % of its program with its emulation", entry.name(), share * 100.0)),
+            }
+        }
+        println!("CPU proofs of nearly the same programs, and their device evidence:\n  {}", report.join("\n  "));
+        if unexplained.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "these defaults are nearly their arm's emulation, so the CPU proof shows little; write the default \
+                 another way or name the device evidence that backs the arm in independence::TAUTOLOGICAL:\n  {}",
+                unexplained.join("\n  ")
+            )
+            .into())
+        }
+    })
+    .with_kind("registry")
+}
+
+/// Arms whose CPU proof is (nearly) tautological, with the device evidence that backs them. A
+/// lane exchange can only be emulated on the CPU through shared memory, which is also how its
+/// portable `default` exchanges: the two programs differ in how the source lane is computed.
+pub const TAUTOLOGICAL: &[(&str, &str)] = &[
+    (
+        "island_intrinsics::checks::broadcast_w32#0::cuda|vulkan",
+        "a shared-memory exchange on both sides; device evidence: native against emulation byte-equal on the H200 \
+         under CUDA and NVIDIA's Vulkan driver (docs/results/h200/2026-12-01-policy/)",
+    ),
+    (
+        "island_intrinsics::checks::broadcast_w8#0::vulkan",
+        "a shared-memory exchange on both sides; device evidence: native against emulation byte-equal on lavapipe, \
+         in every CI run (conformance::vulkan)",
+    ),
+];

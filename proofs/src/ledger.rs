@@ -31,7 +31,7 @@ fn every_record_hashes_as_the_build(crates: &[&str]) -> Result<(), Failed> {
     let ours: Vec<&Record> = records.iter().filter(|r| crates.is_empty() || crates.iter().any(|k| r.island.starts_with(&format!("{}::", k.replace('-', "_"))))).collect();
     let mut problems = Vec::new();
     for r in &ours {
-        let Some(entry) = registry::arms().iter().copied().find(|e| e.site.id == r.island && e.spec().label == r.arm) else {
+        let Some(entry) = registry::arms().iter().copied().find(|e| e.site.id == r.island && e.label() == r.arm) else {
             problems.push(format!("{} `{}` on {}: no registered arm of that name", r.island, r.arm, r.device));
             continue;
         };

@@ -26,7 +26,7 @@ pub fn sign_extension_slip(a: i32, b: i32, c: i32, #[comptime] target: Target) -
     island! {
         proof(a: i32, b: i32, c: i32) -> i32;
         cuda => dot4_zero_extended(a, b, c),
-        default => dp4a::emulate(a, b, c),
+        default => portable::dot4_i8(a, b, c),
     }
 }
 

@@ -8,6 +8,7 @@ mod llm;
 mod negative;
 mod slow;
 mod tensor_core;
+mod tiered;
 
 use island_examples as _;
 use island_intrinsics as _;
@@ -24,12 +25,14 @@ fn main() {
     trials.extend(llm::trials());
     trials.extend(ledger::trials());
     trials.extend(tensor_core::trials());
+    trials.extend(tiered::trials());
     // The fixtures (crate `proofs`) keep no ledger.
     trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics"]));
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];
     let ours = OURS;
     trials.push(proofs::census::trial(concat!(env!("CARGO_MANIFEST_DIR"), "/census.json").into(), OURS));
     trials.extend(proofs::saturation::trials(ours));
+    trials.push(proofs::independence::shared_program_trial(&["island-examples", "island-intrinsics"]));
     trials.extend(proofs::lowering::trials(ours));
     trials.extend(proofs::conformance_trials(ours));
     proofs::run(trials)

@@ -2,9 +2,12 @@
 //! runtime (shared memory and barriers, no plane operations), written to define the order of
 //! operations the accelerated arms reproduce.
 //!
-//! Nothing here uses `island_runtime::emulation`, and no `default` arm may (a test in `proofs`
-//! scans for it): a proof runs an arm through its emulation against `default`, so code the two
-//! shared would cancel out of the comparison, bugs included.
+//! This crate depends on CubeCL alone: it cannot reach `island_runtime::emulation` or any
+//! intrinsic's `emulate`, and the compiler enforces it. A proof runs an arm through its
+//! emulation against `default`, so code the two shared would cancel out of the comparison,
+//! bugs included. (`island!` also refuses a `default` that names an emulation, and a test in
+//! `proofs` follows a default's calls through its crate.) `island_intrinsics::portable`
+//! re-exports it.
 
 use cubecl::prelude::*;
 
@@ -87,7 +90,7 @@ pub fn group_read<T: CubePrimitive>(value: T, source: u32, #[comptime] width: u3
 }
 
 /// `c + Σ a[i]·b[i]` over four packed signed bytes, byte by byte with masks: a formulation
-/// independent of [`crate::dp4a::emulate`] (which sign-extends by shifting).
+/// independent of `island_intrinsics::dp4a::emulate` (which sign-extends by shifting).
 #[cube]
 pub fn dot4_i8(a: i32, b: i32, c: i32) -> i32 {
     let mut acc = c;
@@ -144,6 +147,58 @@ pub fn div_rn(a: f32, b: f32) -> f32 {
         round_pack(sign, e, q >> big, sticky)
     };
     f32::reinterpret(bits)
+}
+
+/// `a·b + c` in IEEE 754 binary32 with two roundings: the product rounded to binary32, then the
+/// sum, what Rust's `a * b + c` means. The product comes from [`mul_rn`], integer operations,
+/// so no compiler sees a multiply feeding the add and none can fuse them. (Converting a
+/// binary64 product would not do: NVRTC and NVIDIA's Vulkan compiler fold
+/// `(float)((double)a * (double)b)` back into a binary32 product, which is exact, and then
+/// contract it with the add, as measured on the H200, 2026-12-02.)
+#[cube]
+pub fn mul_add_rounded(a: f32, b: f32, c: f32) -> f32 {
+    mul_rn(a, b) + c
+}
+
+/// `a · b` in IEEE 754 binary32, rounded to nearest even: the exact binary64 product (two
+/// binary32 significands need 48 bits), rounded to binary32 with integer operations on its
+/// bits, subnormal and overflowing results included. A NaN result is the canonical quiet NaN.
+#[cube]
+pub fn mul_rn(a: f32, b: f32) -> f32 {
+    let bits = u64::reinterpret(f64::cast_from(a) * f64::cast_from(b));
+    let sign = u32::cast_from(bits >> 32u64) & 0x8000_0000u32;
+    let exp = i32::cast_from((bits >> 52u64) & 0x7ffu64);
+    let fraction = bits & 0xf_ffff_ffff_ffffu64;
+    // The binary32 exponent the product would have as a normal number.
+    let e = exp - 1023 + 127;
+    let out = if exp == 0x7ff {
+        if fraction == 0u64 { sign | 0x7f80_0000u32 } else { 0x7fc0_0000u32 }
+    } else if exp == 0 {
+        // Zero: a product of two binary32 values is never a binary64 subnormal.
+        sign
+    } else if e >= 255 {
+        sign | 0x7f80_0000u32
+    } else {
+        let m = fraction | 0x10_0000_0000_0000u64;
+        // Bits to drop: 29 for a normal result, more for a subnormal one.
+        let shift = if e >= 1 { 29 } else { 30 - e };
+        if shift >= 54 {
+            // Below half the smallest subnormal: rounds to zero.
+            sign
+        } else {
+            let s = u64::cast_from(shift as u32);
+            let kept = m >> s;
+            let dropped = m & ((1u64 << s) - 1u64);
+            let half = 1u64 << (s - 1u64);
+            let up = dropped > half || (dropped == half && (kept & 1u64) == 1u64);
+            let rounded = u32::cast_from(kept + select(up, 1u64, 0u64));
+            // A normal significand carries its leading bit into the exponent field; a carry
+            // out of it (or out of the subnormals) is the next binade, infinity at the top.
+            let magnitude = if e >= 1 { (u32::cast_from(e) << 23u32) + rounded - 0x80_0000u32 } else { rounded };
+            sign | magnitude
+        }
+    };
+    f32::reinterpret(out)
 }
 
 /// `a·b + c` in IEEE 754 binary32 with one rounding (to nearest even): the fused multiply-add,
@@ -270,7 +325,7 @@ fn round_pack(sign: u32, e: i32, g: u32, sticky: bool) -> u32 {
 /// `acc (16×16) += a (16×16·k_tiles) · b (16·k_tiles×16)`, row-major everywhere, each 16 of `k`
 /// one fused step as sm_90's tensor cores compute it: the 16 exact products and the accumulator
 /// cut to a window 25 bits below the largest exponent (truncated), added exactly, rounded
-/// toward zero (`crate::tensor_core` has the model and its measurement). Lane `l` of a 32-unit
+/// toward zero (`island_intrinsics::tensor_core` has the model and its measurement). Lane `l` of a 32-unit
 /// plane computes the outputs `8l … 8l + 7`.
 ///
 /// Formulated apart from the emulation: every term is cut by scaling it with a power of two in
