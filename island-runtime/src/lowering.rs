@@ -173,7 +173,7 @@ pub enum Which {
 pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, which: Which, host: &Client) -> Result<String, String> {
     // The source of an arm is compiled with a tag that selects it: with several arms for one
     // backend (`cuda if sm >= 90 => …, cuda => …`) another profile's tag compiles another arm.
-    if which != Which::Default && !crate::proof::selects(entry, profile) {
+    if which != Which::Default && entry.site.selected_arm(profile) != Some(entry.arm) {
         return Err(format!("{profile} does not select arm `{}` of {} (another arm, or `default`, is taken there)", entry.label(), entry.site.id));
     }
     let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
@@ -268,7 +268,7 @@ pub fn define(lifted: &'static Lifted, target: Target, device: Arc<DevicePropert
 fn profile_for(entry: &ArmEntry, backend: Backend, requires: Guard) -> Option<Profile> {
     Profile::references(backend)
         .into_iter()
-        .find(|p| crate::proof::selects(entry, p) && requires.holds(p))
+        .find(|p| entry.site.selected_arm(p) == Some(entry.arm) && requires.holds(p))
 }
 
 /// The arm's and `default`'s sources for `profile`.

@@ -173,8 +173,7 @@ pub fn profiles_for(entry: &ArmEntry) -> Vec<Profile> {
 
 /// Whether the device of `profile` takes `entry`'s arm of its island (before any ledger).
 pub fn selects(entry: &ArmEntry, profile: &Profile) -> bool {
-    let exec = crate::target::Exec { executor: island_vocab::Executor::Device(profile.backend), plane: profile.plane };
-    matches!(Target::from_parts(Some(*profile), exec).only(entry.site.id).explain(entry.site), Selection::Arm(i) if i == entry.arm)
+    entry.site.selected_arm(profile) == Some(entry.arm)
 }
 
 /// [`profiles_for`], less each profile under which the arm and `default` expand to the same

@@ -15,6 +15,12 @@ pub struct Site {
 }
 
 impl Site {
+    /// The arm a device of `profile` takes, before any ledger: the first whose backend and
+    /// guard admit it; `None` when it takes `default`.
+    pub fn selected_arm(&self, profile: &Profile) -> Option<usize> {
+        self.arms.iter().position(|arm| arm.admits(profile))
+    }
+
     /// The name of arm `i` in tests, records and reports: its pattern as written (`cuda | hip`),
     /// with its guard appended (`cuda if sm >= 90`) when another arm of the island has the same
     /// pattern (tiered arms of one backend), so every arm has a name of its own.

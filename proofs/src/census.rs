@@ -4,14 +4,20 @@
 //! a reference profile, a device that stopped selecting an arm, lavapipe reporting another
 //! subgroup width) leaves every remaining trial green. The census counts what the harness will
 //! run and compares it with `census.json`; a change fails until the file is updated with it
-//! (`ISLANDS_CENSUS=write`), so it is reviewed like any other diff.
+//! (`ISLANDS_CENSUS=write`), so it is reviewed like any other diff. It counts verdicts too, not
+//! only runs: an arm that stops being proven and starts being "device evidence only", or a
+//! conformance run that turns from proven to declined, changes the census. The verdicts are those
+//! the other trials of the same process reached; the census trial runs after them, and compares
+//! verdicts only when every arm's proof (and every conformance run) ran in the process.
 
-use island_runtime::proof::profiles_for;
+use island_runtime::ArmEntry;
+use island_runtime::proof::{ProofRun, profiles_for};
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::{Expect, registry};
 use libtest_mimic::{Failed, Trial};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::path::PathBuf;
 
 /// What the suite runs, per crate, and on the reference device of conformance.
@@ -38,6 +44,9 @@ pub struct CrateCensus {
     /// defaults to catch.
     #[serde(default)]
     pub default_canaries: usize,
+    /// How many proof runs of this crate's arms (fixtures included) reached each verdict.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub verdicts: BTreeMap<String, usize>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +54,36 @@ pub struct DeviceCensus {
     pub plane: u32,
     /// Arms (and native fixtures) the device selects, each one conformance run.
     pub conformance_runs: usize,
+    /// How many of those runs reached each verdict.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub verdicts: BTreeMap<String, usize>,
+}
+
+/// The trial kind of the census, which [`crate::run`] schedules after every other.
+pub const KIND: &str = "census";
+
+/// The scope conformance verdicts are recorded under.
+pub const CONFORMANCE: &str = "conformance";
+
+/// Verdicts reached in this process: per scope (a crate, or [`CONFORMANCE`]), the arms that ran
+/// and how many runs reached each verdict.
+static RECORDED: Mutex<BTreeMap<String, (BTreeSet<String>, BTreeMap<String, usize>)>> = Mutex::new(BTreeMap::new());
+
+/// Records the verdicts of `entry`'s runs under `scope`.
+pub fn record(scope: &str, entry: &ArmEntry, runs: &[ProofRun]) {
+    let mut recorded = RECORDED.lock().unwrap_or_else(|e| e.into_inner());
+    let (arms, verdicts) = recorded.entry(scope.to_string()).or_default();
+    arms.insert(entry.name());
+    for run in runs {
+        *verdicts.entry(run.verdict_word().to_string()).or_default() += 1;
+    }
+}
+
+/// The verdicts recorded under `scope`, if every one of `arms` ran there.
+fn verdicts_of(scope: &str, arms: &BTreeSet<String>) -> Option<BTreeMap<String, usize>> {
+    let recorded = RECORDED.lock().unwrap_or_else(|e| e.into_inner());
+    let (ran, verdicts) = recorded.get(scope)?;
+    arms.is_subset(ran).then(|| verdicts.clone())
 }
 
 /// Counts what the harness runs for `crates`.
@@ -63,17 +102,21 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
                 Expect::DefaultMismatch => c.default_canaries += 1,
             }
         }
+        let arms: BTreeSet<String> = registry::arms_of(krate).iter().map(|e| e.name()).collect();
+        c.verdicts = verdicts_of(krate, &arms).unwrap_or_default();
         census.crates.insert(krate.to_string(), c);
     }
     if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
         let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
         let profile = island_runtime::device::profile(&device).ok_or("the Vulkan device has no profile")?;
         if profile.name.contains("llvmpipe") {
-            let conformance_runs = registry::arms()
+            let selected: BTreeSet<String> = registry::arms()
                 .iter()
                 .filter(|e| crates.contains(&e.krate) && e.expect != Expect::Mismatch && island_runtime::proof::selects(e, &profile))
-                .count();
-            census.lavapipe = Some(DeviceCensus { plane: profile.plane, conformance_runs });
+                .map(|e| e.name())
+                .collect();
+            let verdicts = verdicts_of(CONFORMANCE, &selected).unwrap_or_default();
+            census.lavapipe = Some(DeviceCensus { plane: profile.plane, conformance_runs: selected.len(), verdicts });
         }
     }
     Ok(census)
@@ -91,11 +134,24 @@ pub fn trial(file: PathBuf, crates: &'static [&'static str]) -> Trial {
         let committed: Census = std::fs::read_to_string(&file)
             .map_err(|e| format!("{}: {e}", file.display()))
             .and_then(|s| serde_json::from_str(&s).map_err(|e| format!("{}: {e}", file.display())))?;
-        // Without lavapipe in this build its counts cannot be checked here, and are not compared.
-        let expected = match now.lavapipe {
+        // Without lavapipe in this build its counts cannot be checked here, and are not compared;
+        // verdicts of a scope whose trials did not all run (a filter) are not compared either.
+        let mut expected = match now.lavapipe {
             Some(_) => committed.clone(),
             None => Census { lavapipe: None, ..committed.clone() },
         };
+        for (krate, c) in &now.crates {
+            if c.verdicts.is_empty()
+                && let Some(e) = expected.crates.get_mut(krate)
+            {
+                e.verdicts.clear();
+            }
+        }
+        if let (Some(now), Some(e)) = (&now.lavapipe, expected.lavapipe.as_mut())
+            && now.verdicts.is_empty()
+        {
+            e.verdicts.clear();
+        }
         if expected == now {
             Ok(())
         } else {
@@ -108,5 +164,5 @@ pub fn trial(file: PathBuf, crates: &'static [&'static str]) -> Trial {
             .into())
         }
     })
-    .with_kind("census")
+    .with_kind(KIND)
 }

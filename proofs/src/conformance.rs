@@ -82,7 +82,10 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
             Trial::ignorable_test(format!("conformance::{runtime}::{}", entry.name()), move || {
                 let host = cpu()?;
                 match island_runtime::conformance::conform(entry, &device, &host, &options) {
-                    Some(run) => crate::verdict(entry, &[run]),
+                    Some(run) => {
+                        crate::census::record(crate::census::CONFORMANCE, entry, std::slice::from_ref(&run));
+                        crate::verdict(entry, &[run])
+                    }
                     None => Err::<_, Failed>("the arm has no proof signature to run".into()),
                 }
             })

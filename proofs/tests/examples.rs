@@ -19,6 +19,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("examples::gemm_i8::default_and_forced_arms_match_reference", gemm),
         Trial::test("examples::gemm_i8::bad_shapes_are_rejected", gemm_shapes),
         Trial::test("examples::gemm_f16::default_and_forced_arms_match_the_sm90_model", gemm_half),
+        Trial::test("examples::q8_matvec::quantizer_meets_rounding_ties", q8_quantizer_ties),
         Trial::test("examples::gemm_f16::bad_shapes_are_rejected", gemm_half_shapes),
         Trial::test("examples::q8_matvec::island_compiles_like_the_direct_kernel_on_cuda", zero_overhead),
     ]
@@ -78,6 +79,85 @@ fn q8_forced() -> Result<(), Failed> {
         for profile in Profile::references(backend) {
             problem.launch(&client, Some(Target::forced(profile, &client)))?;
             same_bits(&format!("q8 matvec, {profile} arms emulated on the CPU"), &problem.output(&client)?, &want)?;
+        }
+    }
+    Ok(())
+}
+
+/// Activations that reach every rounding decision of the quantizer: per block a largest
+/// magnitude of `127 · 2^k` (so the scale is exactly `2^k`), values exactly halfway between two
+/// steps (`(n + ½) · 2^k`, both signs: round half away from zero decides them), their neighbours
+/// one ulp either side, zeros of both signs, and a block of zeros alone.
+fn quantizer_inputs(blocks: usize) -> (Vec<f32>, usize) {
+    let mut x = Vec::with_capacity(blocks * 32);
+    let mut ties = 0;
+    for b in 0..blocks {
+        if b == blocks - 1 {
+            x.extend((0..32).map(|i| if i % 2 == 0 { 0.0 } else { -0.0 }));
+            continue;
+        }
+        let step = 2f32.powi(b as i32 % 24 - 12);
+        let sign = if b % 2 == 0 { 1.0 } else { -1.0 };
+        for i in 0..32usize {
+            let n = ((b * 37 + i * 11) % 126) as f32;
+            let tie = (n + 0.5) * step * if i % 3 == 0 { -1.0 } else { 1.0 };
+            let v = match i {
+                0 => sign * 127.0 * step,
+                1 => 0.0,
+                2 => -0.0,
+                _ if i % 4 == 1 => f32::from_bits(tie.to_bits() + 1),
+                _ if i % 4 == 2 => f32::from_bits(tie.to_bits() - 1),
+                _ => tie,
+            };
+            if v == tie {
+                ties += 1;
+            }
+            x.push(v);
+        }
+    }
+    (x, ties)
+}
+
+/// The quantizer's own outputs (packed words and scales), not only the matvec's, against the
+/// reference on [`quantizer_inputs`]: a rounding slip at a tie changes one value by one step,
+/// which a dot product can hide.
+fn q8_quantizer_ties() -> Result<(), Failed> {
+    let client = client()?;
+    let blocks = 64;
+    let (x, ties) = quantizer_inputs(blocks);
+    // The inputs decide: the ties are exact in the scale the reference computes.
+    let (want_q, want_d) = q8_matvec::quantize_activations(&x);
+    let exact_ties = x
+        .chunks(32)
+        .zip(&want_d)
+        .map(|(block, d)| block.iter().filter(|v| *d != 0.0 && (**v / d).fract().abs() == 0.5).count())
+        .sum::<usize>();
+    if exact_ties < ties || ties < blocks * 8 {
+        return Err(format!("only {exact_ties} exact ties of {ties} planted").into());
+    }
+    let gguf = q8_matvec::Q8Weights::quantize_gguf(2, x.len(), &vec![0.5; 2 * x.len()]).expect("valid shape");
+    let weights = q8_matvec::Q8Weights::from_gguf(2, x.len(), &gguf).expect("valid bytes");
+    let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
+    let mut targets = vec![("default".to_string(), Target::default_arms(&client))];
+    for backend in [Backend::Cuda, Backend::Vulkan, Backend::Hip] {
+        for profile in Profile::references(backend) {
+            targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
+        }
+    }
+    for (what, target) in targets {
+        problem.quantize(&client, target);
+        let (q, d) = problem.activations(&client)?;
+        same_bits(&format!("quantizer scales, {what}"), &d, &want_d)?;
+        if let Some(i) = q.iter().zip(&want_q).position(|(g, w)| g != w) {
+            let (block, value) = (i / 8, (i % 8) * 4);
+            return Err(format!(
+                "quantizer, {what}: word {i} (block {block}, values {value}..{}): got {:#010x}, want {:#010x}; inputs {:?}",
+                value + 4,
+                q[i],
+                want_q[i],
+                &x[block * 32 + value..block * 32 + value + 4]
+            )
+            .into());
         }
     }
     Ok(())

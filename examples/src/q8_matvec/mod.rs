@@ -205,6 +205,14 @@ impl Problem {
         matvec_q8_0_direct::launch(client, count, dim, wq, wd, xq, xd, y, self.config);
     }
 
+    /// Reads the quantized activations back: the packed words and the block scales the last
+    /// [`quantize`](Self::quantize) left (what [`quantize_activations`] computes).
+    pub fn activations(&self, client: &Client) -> Result<(Vec<i32>, Vec<f32>), String> {
+        let xq = island_runtime::readback::read(client, self.xq.clone())?;
+        let xd = island_runtime::readback::read(client, self.xd.clone())?;
+        Ok((i32::from_bytes(&xq).to_vec(), f32::from_bytes(&xd).to_vec()))
+    }
+
     /// Reads `y` back.
     pub fn output(&self, client: &Client) -> Result<Vec<f32>, String> {
         let bytes = island_runtime::readback::read(client, self.y.clone())?;

@@ -18,11 +18,11 @@ pub fn quantize_block(x: &[f32]) -> (f32, [i8; BLOCK]) {
     (d, q)
 }
 
-/// The plain-Rust reference: the same operations in the same order as the `default` arms.
-pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
-    let blocks_per_row = weights.cols / BLOCK;
+/// The quantized activations as the quantizer leaves them: four values packed per word
+/// (little-endian bytes), eight words a block, and each block's scale.
+pub fn quantize_activations(x: &[f32]) -> (Vec<i32>, Vec<f32>) {
     let mut xq = Vec::with_capacity(x.len() / 4);
-    let mut xd = Vec::with_capacity(blocks_per_row);
+    let mut xd = Vec::with_capacity(x.len() / BLOCK);
     for block in x.chunks_exact(BLOCK) {
         let (d, q) = quantize_block(block);
         xd.push(d);
@@ -30,6 +30,13 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
             xq.push(i32::from_le_bytes([w[0] as u8, w[1] as u8, w[2] as u8, w[3] as u8]));
         }
     }
+    (xq, xd)
+}
+
+/// The plain-Rust reference: the same operations in the same order as the `default` arms.
+pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
+    let blocks_per_row = weights.cols / BLOCK;
+    let (xq, xd) = quantize_activations(x);
     (0..weights.rows)
         .map(|row| {
             let lanes: Vec<f32> = (0..LANES as usize)

@@ -1,5 +1,4 @@
 use cubecl::prelude::*;
-use island_intrinsics::dp4a;
 use island_runtime::prelude::*;
 
 // A `default` that calls the emulation its arm is proven with: the proof would compare the
@@ -9,8 +8,8 @@ use island_runtime::prelude::*;
 fn dot(a: i32, b: i32, c: i32, #[comptime] target: Target) -> i32 {
     island! {
         proof(a: i32, b: i32, c: i32) -> i32;
-        cuda => dp4a::call(a, b, c, target),
-        default => dp4a::emulate(a, b, c),
+        cuda => island_intrinsics::dp4a::call(a, b, c, target),
+        default => island_intrinsics::dp4a::emulate(a, b, c),
     }
 }
 
