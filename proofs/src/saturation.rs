@@ -12,10 +12,11 @@ use libtest_mimic::{Failed, Trial};
 /// (which are NaN in one value of 256).
 pub const EXEMPT: &[Group] = &[Group::NaNs, Group::Infinities, Group::Arbitrary];
 
-/// The seeds every island is drawn with: a group counts as saturated when it is saturated in
-/// all of them, so a chance draw never decides, and a group that saturates by design always
-/// does. Fixed, so the verdict does not rotate with the daily proof seed.
-pub const SEEDS: [u64; 3] = [island_runtime::proof::DEFAULT_SEED, 0x5eed_0001, 0x5eed_0002];
+/// The seeds every island is drawn with; a group counts as saturated when it is saturated in
+/// all of them. Fixed, so the verdict does not rotate with the daily proof seed. One is enough:
+/// where a special sits in a group is fixed by the group's design, not drawn (`value.rs`), and
+/// the group whose specials are drawn (arbitrary bits) is exempt.
+pub const SEEDS: [u64; 1] = [island_runtime::proof::DEFAULT_SEED];
 
 /// One trial per island of `crates` (every crate when empty).
 pub fn trials(crates: &[&str]) -> Vec<Trial> {

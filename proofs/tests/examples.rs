@@ -20,6 +20,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("examples::gemm_i8::bad_shapes_are_rejected", gemm_shapes),
         Trial::test("examples::gemm_f16::default_and_forced_arms_match_the_sm90_model", gemm_half),
         Trial::test("examples::q8_matvec::quantizer_meets_rounding_ties", q8_quantizer_ties),
+        Trial::test("examples::rmsnorm::rows_whose_sum_order_decides_the_output", rms_order_decides),
         Trial::test("examples::gemm_f16::bad_shapes_are_rejected", gemm_half_shapes),
         Trial::test("examples::q8_matvec::island_compiles_like_the_direct_kernel_on_cuda", zero_overhead),
     ]
@@ -208,6 +209,55 @@ fn rms() -> Result<(), Failed> {
             let got = island_runtime::readback::read(&client, yh.clone())?;
             same_bits(&format!("rmsnorm {rows}×{cols}, {what}"), f32::from_bytes(&got), &want)?;
         }
+    }
+    Ok(())
+}
+
+/// RMSNorm on rows whose row sum decides the output: 64 of them, every other one of wide
+/// magnitudes (2^-20 to 2^20, so most additions round), and a check that the inputs can fail
+/// the test: the same reference with its 32 lane sums added left to right instead of in the
+/// butterfly's pairs must give other bits on some row, or a summation-order slip in the kernel
+/// (which the normalisation's division could otherwise hide) might pass.
+fn rms_order_decides() -> Result<(), Failed> {
+    let client = client()?;
+    let (rows, cols, eps) = (64, 648, 1e-6f32);
+    let mut rng = Rng::new(41);
+    let mut x = floats(rows * cols, &mut rng);
+    for (i, v) in x.iter_mut().enumerate() {
+        if (i / cols) % 2 == 1 {
+            *v *= 2f32.powi((rng.next_u64() % 41) as i32 - 20);
+        }
+    }
+    let w = floats(cols, &mut rng);
+    let want = rmsnorm::reference(rows, cols, &x, &w, eps);
+    // The same reference, the lane sums folded left to right.
+    let w_ref = &w;
+    let folded: Vec<f32> = (0..rows)
+        .flat_map(|r| {
+            let row = &x[r * cols..(r + 1) * cols];
+            let lanes = (0..32).map(|l| row.chunks_exact(4).skip(l).step_by(32).flatten().fold(0.0f32, |ss, &v| v.mul_add(v, ss)));
+            let inv = 1.0f32 / (lanes.fold(0.0f32, |s, v| s + v) / cols as f32 + eps).sqrt();
+            (0..cols).map(move |c| row[c] * inv * w_ref[c])
+        })
+        .collect();
+    let deciding = (0..rows).filter(|r| (0..cols).any(|c| want[r * cols + c].to_bits() != folded[r * cols + c].to_bits())).count();
+    if deciding == 0 {
+        return Err("no row's output depends on the order of its row sum: these inputs cannot catch an order slip".into());
+    }
+    let xh = client.create_from_slice(f32::as_bytes(&x));
+    let wh = client.create_from_slice(f32::as_bytes(&w));
+    let yh = client.empty(rows * cols * 4);
+    let mut targets = vec![("default".to_string(), Target::default_arms(&client))];
+    for backend in [Backend::Cuda, Backend::Vulkan] {
+        for profile in Profile::references(backend).into_iter().filter(|p| p.sm != 89 && p.sm != 80) {
+            targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
+        }
+    }
+    for (what, target) in targets {
+        // SAFETY: the handles hold rows × cols and cols values.
+        unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) }?;
+        let got = island_runtime::readback::read(&client, yh.clone())?;
+        same_bits(&format!("rmsnorm {rows}×{cols} ({deciding} rows decide the order), {what}"), f32::from_bytes(&got), &want)?;
     }
     Ok(())
 }
