@@ -220,7 +220,7 @@ mod tests {
     fn every_divergence_names_its_groups() {
         for d in KNOWN.iter().chain(DEFAULTS) {
             assert!(!d.groups.is_empty(), "{d:?}");
-            assert!(d.groups.iter().all(|g| Group::FLOAT_EDGES.contains(g) || matches!(g, Group::Realistic | Group::Wide)));
+            assert!(d.groups.iter().all(|g| Group::FLOAT.contains(g)));
         }
     }
 }

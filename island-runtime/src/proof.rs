@@ -349,6 +349,13 @@ fn cubes_for(lifted: &Lifted, depth: u32) -> u32 {
     lifted.params.iter().map(|p| p.kind.groups(depth).len() as u32).max().unwrap_or(2).max(2)
 }
 
+/// Cubes of a run: enough for `lanes` (the island's own `lanes = N` when `None`) and for every
+/// group of `depth`.
+fn run_cubes(lifted: &Lifted, lanes: Option<u32>, depth: u32) -> u32 {
+    let wanted = lanes.or((lifted.lanes > 0).then_some(lifted.lanes)).unwrap_or(0);
+    wanted.div_ceil(lifted.cube_dim).max(cubes_for(lifted, depth))
+}
+
 /// Runs the lifted island on both sides with the same inputs and compares the outputs.
 pub(crate) fn compare_sides(
     entry: &'static ArmEntry,
@@ -399,8 +406,7 @@ pub(crate) fn compare_sides(
         }
     }
 
-    let wanted = options.lanes.or((lifted.lanes > 0).then_some(lifted.lanes)).unwrap_or(0);
-    let cubes = wanted.div_ceil(lifted.cube_dim).max(cubes_for(lifted, options.depth));
+    let cubes = run_cubes(lifted, options.lanes, options.depth);
     let lanes = (cubes * lifted.cube_dim) as usize;
     let groups = groups_of(lifted, cubes);
     let inputs = fill_inputs(lifted, &groups, seed);
@@ -485,8 +491,7 @@ pub fn prove_profile(entry: &'static ArmEntry, profile: Profile, client: &Client
 /// the output it saturates. Integer outputs are not judged.
 pub fn saturated_groups(entry: &'static ArmEntry, client: &Client, seed: u64) -> Result<Vec<(Group, String)>, String> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return Ok(Vec::new()) };
-    let wanted = (lifted.lanes > 0).then_some(lifted.lanes).unwrap_or(0);
-    let cubes = wanted.div_ceil(lifted.cube_dim).max(cubes_for(lifted, 1));
+    let cubes = run_cubes(lifted, None, 1);
     let groups = groups_of(lifted, cubes);
     let inputs = fill_inputs(lifted, &groups, seed_for(seed, entry.site.id));
     let outputs = execute(client, lifted, cubes, &inputs, Target::default_arms(client), 0x5a)?;

@@ -507,6 +507,21 @@ impl Group {
         Group::Infinities,
         Group::Arbitrary,
     ];
+    /// Every group a float input is drawn from: the edge groups, then the random ones.
+    pub const FLOAT: &[Group] = &[
+        Group::Edges,
+        Group::NegZeros,
+        Group::SignedZeros,
+        Group::Subnormals,
+        Group::Overflow,
+        Group::Cancellation,
+        Group::Halfway,
+        Group::NaNs,
+        Group::Infinities,
+        Group::Arbitrary,
+        Group::Realistic,
+        Group::Wide,
+    ];
     /// The edge groups of an integer input, in cube order.
     pub const INT_EDGES: &[Group] = &[Group::Edges, Group::Extremes];
 
@@ -537,6 +552,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_float_groups_are_the_edge_groups_then_the_random_ones() {
+        assert_eq!(&Group::FLOAT[..Group::FLOAT_EDGES.len()], Group::FLOAT_EDGES);
+        assert_eq!(&Group::FLOAT[Group::FLOAT_EDGES.len()..], &[Group::Realistic, Group::Wide]);
+    }
+
+    #[test]
     fn groups_replay_and_random_groups_follow_the_seed() {
         let a = ValueKind::I32.fill(Group::Edges, 64, 0, &mut Rng::new(7));
         assert_eq!(a, ValueKind::I32.fill(Group::Edges, 64, 0, &mut Rng::new(7)));
@@ -550,7 +571,7 @@ mod tests {
     #[test]
     fn float_groups_hold_what_they_promise() {
         for kind in [ValueKind::F16, ValueKind::BF16, ValueKind::F32, ValueKind::F64] {
-            for &group in Group::FLOAT_EDGES.iter().chain(&[Group::Realistic, Group::Wide]) {
+            for &group in Group::FLOAT {
                 let bytes = kind.fill(group, 64, 1, &mut Rng::new(3));
                 let values: Vec<f64> = (0..64).map(|i| kind.as_f64(kind.bits_at(&bytes, i))).collect();
                 let special = values.iter().any(|v| !v.is_finite());

@@ -27,11 +27,10 @@ impl Site {
     pub fn arm_label(&self, i: usize) -> std::borrow::Cow<'static, str> {
         let arm = &self.arms[i];
         let shared = self.arms.iter().enumerate().any(|(j, other)| j != i && other.label == arm.label);
-        match (shared, arm.guard.to_string()) {
-            (false, _) => arm.label.into(),
-            (true, guard) if guard.is_empty() => arm.label.into(),
-            (true, guard) => format!("{} if {guard}", arm.label).into(),
+        if !shared || arm.guard.is_empty() {
+            return arm.label.into();
         }
+        format!("{} if {}", arm.label, arm.guard).into()
     }
 }
 

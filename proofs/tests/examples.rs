@@ -33,6 +33,16 @@ fn client() -> Result<Client, Failed> {
     proofs::cpu().map_err(Failed::from)
 }
 
+/// The tags a kernel check runs with on the CPU: `default` first, then every reference profile
+/// of `backends` that `keep` admits, its arms emulated.
+fn targets(client: &Client, default: Target, backends: &[Backend], keep: impl Fn(&Profile) -> bool) -> Vec<(String, Target)> {
+    let mut targets = vec![("default".to_string(), default)];
+    for profile in backends.iter().flat_map(|b| Profile::references(*b)).filter(|p| keep(p)) {
+        targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, client)));
+    }
+    targets
+}
+
 
 /// The first index where two float slices differ in bits.
 fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
@@ -139,13 +149,7 @@ fn q8_quantizer_ties() -> Result<(), Failed> {
     let gguf = q8_matvec::Q8Weights::quantize_gguf(2, x.len(), &vec![0.5; 2 * x.len()]).expect("valid shape");
     let weights = q8_matvec::Q8Weights::from_gguf(2, x.len(), &gguf).expect("valid bytes");
     let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
-    let mut targets = vec![("default".to_string(), Target::default_arms(&client))];
-    for backend in [Backend::Cuda, Backend::Vulkan, Backend::Hip] {
-        for profile in Profile::references(backend) {
-            targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
-        }
-    }
-    for (what, target) in targets {
+    for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda, Backend::Vulkan, Backend::Hip], |_| true) {
         problem.quantize(&client, target);
         let (q, d) = problem.activations(&client)?;
         same_bits(&format!("quantizer scales, {what}"), &d, &want_d)?;
@@ -197,13 +201,7 @@ fn rms() -> Result<(), Failed> {
         let xh = client.create_from_slice(f32::as_bytes(&x));
         let wh = client.create_from_slice(f32::as_bytes(&w));
         let yh = client.empty(rows * cols * 4);
-        let mut targets = vec![("default".to_string(), Target::for_client(&client))];
-        for backend in [Backend::Cuda, Backend::Vulkan, Backend::Metal] {
-            for profile in Profile::references(backend) {
-                targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
-            }
-        }
-        for (what, target) in targets {
+        for (what, target) in targets(&client, Target::for_client(&client), &[Backend::Cuda, Backend::Vulkan, Backend::Metal], |_| true) {
             // SAFETY: the handles hold rows × cols and cols values.
             unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) }?;
             let got = island_runtime::readback::read(&client, yh.clone())?;
@@ -247,13 +245,7 @@ fn rms_order_decides() -> Result<(), Failed> {
     let xh = client.create_from_slice(f32::as_bytes(&x));
     let wh = client.create_from_slice(f32::as_bytes(&w));
     let yh = client.empty(rows * cols * 4);
-    let mut targets = vec![("default".to_string(), Target::default_arms(&client))];
-    for backend in [Backend::Cuda, Backend::Vulkan] {
-        for profile in Profile::references(backend).into_iter().filter(|p| p.sm != 89 && p.sm != 80) {
-            targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
-        }
-    }
-    for (what, target) in targets {
+    for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda, Backend::Vulkan], |p| p.sm != 89 && p.sm != 80) {
         // SAFETY: the handles hold rows × cols and cols values.
         unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) }?;
         let got = island_runtime::readback::read(&client, yh.clone())?;
@@ -271,11 +263,7 @@ fn gemm() -> Result<(), Failed> {
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
     let c: Vec<i32> = (0..m * n).map(|_| rng.next_u64() as i32).collect();
     let want = gemm_i8::reference(m, k, n, &a, &b, &c);
-    let mut targets = vec![("default".to_string(), Target::for_client(&client))];
-    for profile in Profile::references(Backend::Cuda) {
-        targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
-    }
-    for (what, target) in targets {
+    for (what, target) in targets(&client, Target::for_client(&client), &[Backend::Cuda], |_| true) {
         let ah = client.create_from_slice(i8::as_bytes(&a));
         let bh = client.create_from_slice(i8::as_bytes(&b));
         let ch = client.create_from_slice(i32::as_bytes(&c));
@@ -306,12 +294,8 @@ fn gemm_half() -> Result<(), Failed> {
     // Half the accumulators 2^20 and more: products then straddle the window's last bit.
     let c: Vec<f32> = (0..m * n).map(|i| value(if i % 2 == 0 { 2 } else { 20 + (i % 7) as i32 })).collect();
     let want = gemm_f16::reference(m, k, n, &a, &b, &c);
-    let mut targets = vec![("default".to_string(), Target::for_client(&client))];
     // The sm_90 profile: the generation whose tensor cores the emulation models.
-    for profile in Profile::references(Backend::Cuda).into_iter().filter(|p| p.sm == 90) {
-        targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, &client)));
-    }
-    for (what, target) in targets {
+    for (what, target) in targets(&client, Target::for_client(&client), &[Backend::Cuda], |p| p.sm == 90) {
         let ah = client.create_from_slice(f16::as_bytes(&a));
         let bh = client.create_from_slice(f16::as_bytes(&b));
         let ch = client.create_from_slice(f32::as_bytes(&c));
