@@ -112,6 +112,33 @@ pub fn shuffle_xor_w32(v: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
+/// A shuffle over a partial plane: the lanes of an 8-lane plane at and past `n[0] % 9` hold no
+/// data (their producer ran behind `if lane < n`), so a lane whose own value or whose partner's
+/// is missing has no defined result. Proven modulo those lanes, with a taint run: neither side
+/// may read a missing lane into a defined one.
+#[islands]
+#[cube]
+pub fn partial_shuffle_xor_w8(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32, n: &[u32; 1]) -> f32, cube_dim = 16,
+            dont_care = UNIT_POS % 8 >= n[0] % 9 || (UNIT_POS % 8) ^ 1 >= n[0] % 9;
+        vulkan if plane == 8 => v + plane::shuffle_xor::call::<f32>(v, 1u32, target),
+        default => v + portable::group_read::<f32>(v, (UNIT_POS % 8) ^ 1, 8u32),
+    }
+}
+
+/// [`partial_shuffle_xor_w8`] on a 32-lane plane, partner `lane ^ 3`.
+#[islands]
+#[cube]
+pub fn partial_shuffle_xor_w32(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32, n: &[u32; 1]) -> f32, cube_dim = 64,
+            dont_care = UNIT_POS % 32 >= n[0] % 33 || (UNIT_POS % 32) ^ 3 >= n[0] % 33;
+        cuda | vulkan | metal | webgpu if plane == 32 => v + plane::shuffle_xor::call::<f32>(v, 3u32, target),
+        default => v + portable::group_read::<f32>(v, (UNIT_POS % 32) ^ 3, 32u32),
+    }
+}
+
 #[islands]
 #[cube]
 pub fn broadcast_w8(v: f32, #[comptime] target: Target) -> f32 {

@@ -113,7 +113,12 @@ pub mod group_max {
     name = "plane::shuffle_xor",
     semantics = defined,
     summary = "the value of lane `lane ^ mask`",
-    check = [crate::checks::shuffle_xor_w8, crate::checks::shuffle_xor_w32],
+    check = [
+        crate::checks::shuffle_xor_w8,
+        crate::checks::shuffle_xor_w32,
+        crate::checks::partial_shuffle_xor_w8,
+        crate::checks::partial_shuffle_xor_w32,
+    ],
     lowerings(
         cuda => "__shfl_xor_sync",
         vulkan => "OpGroupNonUniformShuffleXor",

@@ -36,6 +36,9 @@ pub struct ProofSig {
     pub cube_dim: Option<(u32, Span)>,
     pub lanes: Option<u32>,
     pub contract: Option<ContractSpec>,
+    /// `dont_care = <bool expr>`: the lanes whose value the island leaves undefined, as a
+    /// function of the proof inputs (and the unit's position); `dont_care` itself spans errors.
+    pub dont_care: Option<(Ident, Expr)>,
 }
 
 pub struct ProofParam {

@@ -221,7 +221,31 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
         ),
         None => (quote!(), quote!(#select;), quote!(::core::option::Option::None), quote!(1)),
     };
-    let buffers = descs.len() + usize::from(sig.output.is_some());
+    // `dont_care`: one more output, the lane's mask bit, written after the island's value.
+    let (mask_param, mask_store, dont_care) = match &sig.dont_care {
+        Some((_, condition)) => {
+            let text = quote!(#condition).to_string();
+            let deciding: Vec<String> = sig
+                .params
+                .iter()
+                .map(|p| p.name.to_string())
+                .filter(|name| mentions(quote!(#condition), name))
+                .collect();
+            (
+                quote!(__dont_care: &mut [u32],),
+                quote! {
+                    let mut __dont_care_lane = 0u32;
+                    if #condition {
+                        __dont_care_lane = 1u32;
+                    }
+                    __dont_care[ABSOLUTE_POS] = __dont_care_lane;
+                },
+                quote!(::core::option::Option::Some(#rt::lifted::DontCare { condition: #text, inputs: &[#(#deciding),*] })),
+            )
+        }
+        None => (quote!(), quote!(), quote!(::core::option::Option::None)),
+    };
+    let buffers = descs.len() + usize::from(sig.output.is_some()) + usize::from(sig.dont_care.is_some());
     let args = (0..buffers).map(|i| quote!(args.buffer(#i)));
     let cube_dim = sig.cube_dim.map_or(64, |(v, _)| v);
     let lanes = sig.lanes.unwrap_or(0);
@@ -243,9 +267,10 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
     let define_args = (0..buffers).map(|i| quote!(args.buffer(#i)));
     quote! {
         #[cube(launch, create_dummy_kernel)]
-        pub fn kernel(#(#params,)* #out_param #[comptime] #tag: #rt::Target) {
+        pub fn kernel(#(#params,)* #out_param #mask_param #[comptime] #tag: #rt::Target) {
             #(#loads)*
             #store
+            #mask_store
         }
 
         pub static LIFTED: #rt::lifted::Lifted = #rt::lifted::Lifted {
@@ -256,6 +281,7 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             lanes: #lanes,
             contract: #contract,
             exact_where: #exact_where,
+            dont_care: #dont_care,
             launch: launch_lifted,
             define: define_lifted,
         };
@@ -273,4 +299,14 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             #rt::lifted::define(&kernel)
         }
     }
+}
+
+/// Whether `tokens` name the identifier `name` anywhere (a proof input the `dont_care`
+/// condition reads).
+fn mentions(tokens: TokenStream, name: &str) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == name,
+        proc_macro2::TokenTree::Group(g) => mentions(g.stream(), name),
+        _ => false,
+    })
 }

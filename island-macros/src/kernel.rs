@@ -86,6 +86,8 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
         sites: Vec::new(),
         items: Vec::new(),
         errors: Vec::new(),
+        locals: crate::scope::locals(&func),
+        inside: false,
     };
     visitor.visit_block_mut(&mut func.block);
     if visitor.count > 0 && visitor.tag.is_none() && !tag_reported {
@@ -209,6 +211,11 @@ struct Rewriter {
     sites: Vec<Ident>,
     items: Vec<TokenStream>,
     errors: Vec<syn::Error>,
+    /// Every name the function binds (parameters, `let`s, loop variables): an arm that reads one
+    /// its proof signature does not declare cannot be lifted.
+    locals: std::collections::BTreeSet<String>,
+    /// Whether the visitor is inside an island's arm.
+    inside: bool,
 }
 
 fn is_island(mac: &Macro) -> bool {
@@ -222,15 +229,29 @@ impl Rewriter {
         let index = self.count;
         self.count += 1;
         let span = mac.path.span();
+        if self.inside {
+            return fallback(syn::Error::new(
+                span,
+                "an island cannot sit inside another island's arm: proving the outer arm forces that island alone, so \
+                 the inner one would take `default` inside it and its own arms would go unproven there; compute the \
+                 inner island before the outer one (`let v = island! { … };`) and use `v` in the arm",
+            ));
+        }
         let mut island: Island = match parse::island(span, mac.tokens.clone()) {
             Ok(i) => i,
             Err(e) => return fallback(e),
         };
         let mut problems = Vec::new();
         validate::island(&island, &mut problems);
+        if let Some(sig) = &island.proof {
+            let tag = self.tag.as_ref().map(|t| t.name.to_string());
+            crate::scope::undeclared_reads(&island, sig, &self.locals, tag.as_deref(), &mut problems);
+        }
+        self.inside = true;
         for arm in &mut island.arms {
             self.visit_expr_mut(&mut arm.body);
         }
+        self.inside = false;
         if !problems.is_empty() {
             let first = problems.remove(0);
             self.errors.append(&mut problems);

@@ -15,6 +15,7 @@ mod kernel;
 mod names;
 mod parse;
 mod paths;
+mod scope;
 mod validate;
 
 use proc_macro::TokenStream;

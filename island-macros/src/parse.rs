@@ -41,7 +41,7 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
     } else {
         None
     };
-    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, lanes: None, contract: None };
+    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, lanes: None, contract: None, dont_care: None };
     while input.peek(Token![,]) {
         input.parse::<Token![,]>()?;
         let key: Ident = input.parse()?;
@@ -60,11 +60,12 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
                 sig.lanes = Some(lit.base10_parse()?);
             }
             "contract" => sig.contract = Some(parse_contract(input)?),
+            "dont_care" => sig.dont_care = Some((key, input.parse()?)),
             other => {
                 return Err(syn::Error::new(
                     key.span(),
                     format!(
-                        "unknown proof option `{other}`; expected `cube_dim = N`, `lanes = N` or `contract = …`"
+                        "unknown proof option `{other}`; expected `cube_dim = N`, `lanes = N`, `contract = …` or `dont_care = <condition>`"
                     ),
                 ));
             }
@@ -225,6 +226,11 @@ fn backend_key(ident: Ident) -> syn::Result<BackendKey> {
     let name = ident.to_string();
     match Backend::from_keyword(&name) {
         Some(backend) => Ok(BackendKey { ident, backend }),
+        None if name == "cpu" => Err(syn::Error::new(
+            ident.span(),
+            "`cpu` takes no arm: the CPU runtime always runs `default`, the arm every other one is proven \
+             against; write the CPU's code as `default => …`",
+        )),
         None => Err(syn::Error::new(
             ident.span(),
             format!("unknown backend `{name}`; expected one of {} or `default`", backend_list()),

@@ -66,6 +66,12 @@ fn the_unknown_backend_error_lists_every_backend() {
 }
 
 #[test]
+fn a_cpu_arm_says_the_cpu_runs_default() {
+    let message = parse_err(quote!(cpu => 1, default => 0));
+    assert!(message.contains("the CPU runtime always runs `default`"), "{message}");
+}
+
+#[test]
 fn every_capability_parses_and_prints_as_written() {
     for capability in CAPABILITIES {
         let atom = match capability {
@@ -202,6 +208,8 @@ fn validation_names_each_problem() {
         (quote!(default if dp4a => 0), "`default` cannot have a guard"),
         (quote!(proof(x: i32, x: i32) -> i32; default => 0), "proof input `x` is declared twice"),
         (quote!(proof(x: i32); default => 0), "a proof signature needs something to compare"),
+        (quote!(), "empty island: write at least its `default => …` arm"),
+        (quote!(proof(x: &mut [i32; 4]), dont_care = x[0] == 0; default => 0), "`dont_care` names lanes of the island's value"),
     ];
     for (tokens, want) in cases {
         let text = tokens.to_string();
@@ -369,25 +377,6 @@ fn snapshot_statement_island() {
                     cuda if sm >= 80 => { out[ABSOLUTE_POS] *= 2.0; },
                     default => { out[ABSOLUTE_POS] = out[ABSOLUTE_POS] + out[ABSOLUTE_POS]; },
                 }
-            }
-        }
-    ));
-}
-
-#[test]
-fn snapshot_nested_islands() {
-    assert_snapshot("nested_islands", &expansion(
-        TokenStream::new(),
-        quote! {
-            #[cube(launch)]
-            fn nested(v: &mut [f32]) {
-                v[UNIT_POS] = island! {
-                    cuda => island! {
-                        cuda if plane == 32 => plane::sum::call::<f32>(v[UNIT_POS], target),
-                        default => portable::tree_sum::<f32>(v[UNIT_POS], 32u32),
-                    },
-                    default => portable::tree_sum::<f32>(v[UNIT_POS], 32u32),
-                };
             }
         }
     ));

@@ -8,6 +8,11 @@ use quote::ToTokens;
 pub fn island(island: &Island, errors: &mut Vec<syn::Error>) {
     let defaults: Vec<&Arm> = island.arms.iter().filter(|a| a.is_default()).collect();
     match defaults.as_slice() {
+        [] if island.arms.is_empty() => errors.push(syn::Error::new(
+            island.span,
+            "empty island: write at least its `default => …` arm, the normative code every accelerated arm \
+             is proven against",
+        )),
         [] => errors.push(syn::Error::new(
             island.span,
             "island! requires a `default => …` arm: it is the normative arm, the one the CPU runs \
@@ -71,6 +76,12 @@ pub fn island(island: &Island, errors: &mut Vec<syn::Error>) {
             errors.push(syn::Error::new(
                 sig.span,
                 "a proof signature needs something to compare: a value (`-> T`) or a `&mut [T; N]` input",
+            ));
+        }
+        if let (Some((key, _)), None) = (&sig.dont_care, &sig.output) {
+            errors.push(syn::Error::new(
+                key.span(),
+                "`dont_care` names lanes of the island's value, and this proof signature has none: add `-> T`",
             ));
         }
     }

@@ -239,6 +239,7 @@ fn time(
             lifted::Shape::Cube(n) => n as usize * p.value_size(),
         })
         .chain(lifted.output_value_size().map(|s| s * lifted.cube_dim as usize))
+        .chain(lifted.mask_buffer().map(|_| 4 * lifted.cube_dim as usize))
         .collect();
     let total = per_cube.iter().sum::<usize>().max(1);
     let largest = per_cube.iter().copied().max().unwrap_or(1).max(1);

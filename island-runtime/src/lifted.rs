@@ -67,10 +67,24 @@ pub struct Lifted {
     /// because its intrinsics emulate a measured model of that hardware's arithmetic; the
     /// function names the model ([`Lifted::contract_for`]).
     pub exact_where: Option<fn(&Profile) -> Option<&'static str>>,
+    /// The lanes whose value the island leaves undefined (`dont_care = …`), if it declares any.
+    pub dont_care: Option<DontCare>,
     /// Launches the lifted kernel.
     pub launch: fn(&LaunchArgs<'_>),
     /// Expands the lifted kernel for a device described by its properties, without one.
     pub define: fn(&LaunchArgs<'_>, Arc<DeviceProperties>, Arc<TargetProperties>) -> Definition,
+}
+
+/// An island's don't-care lanes: those where `condition` holds, evaluated by the lifted kernel
+/// on each lane's proof inputs and written to a mask beside the value. Comparisons skip the value
+/// of those lanes; a taint run replaces their other inputs and requires every other lane's value
+/// unchanged, so neither side may read an undefined lane into a defined one.
+#[derive(Debug)]
+pub struct DontCare {
+    /// The condition as written.
+    pub condition: &'static str,
+    /// The proof inputs the condition reads: a taint run leaves them alone.
+    pub inputs: &'static [&'static str],
 }
 
 impl Lifted {
@@ -87,6 +101,11 @@ impl Lifted {
     pub fn output_value_size(&self) -> Option<usize> {
         self.output.map(|kind| kind.size() * self.output_width)
     }
+
+    /// The buffer of the don't-care mask (one `u32` a lane), after the parameters and the value.
+    pub fn mask_buffer(&self) -> Option<usize> {
+        self.dont_care.as_ref().map(|_| self.params.len() + usize::from(self.output.is_some()))
+    }
 }
 
 /// A kernel definition, or the panic its expansion raised.
@@ -102,7 +121,8 @@ pub struct LaunchArgs<'a> {
     pub client: &'a Client,
     pub cubes: u32,
     pub cube_dim: u32,
-    /// One buffer per parameter, then the output buffer (if any).
+    /// One buffer per parameter, then the output buffer (if any), then the don't-care mask (if
+    /// any).
     pub buffers: Vec<(Handle, usize)>,
     pub target: Target,
 }

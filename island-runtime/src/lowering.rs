@@ -260,6 +260,9 @@ pub fn define(lifted: &'static Lifted, target: Target, device: Arc<DevicePropert
     if let Some(size) = lifted.output_value_size() {
         buffers.push((host.empty(lanes * size), lanes));
     }
+    if lifted.dont_care.is_some() {
+        buffers.push((host.empty(lanes * 4), lanes));
+    }
     let args = LaunchArgs { client: host, cubes, cube_dim: lifted.cube_dim, buffers, target };
     (lifted.define)(&args, device, Arc::new(Default::default()))
 }

@@ -11,7 +11,7 @@
 use crate::lifted::{LaunchArgs, Lifted, ProofSpec, Shape};
 use crate::readback::{panic_text, read};
 use crate::registry::ArmEntry;
-use crate::report::{Compared, Outputs};
+use crate::report::{Compared, Outputs, VALUE};
 use crate::target::Selection;
 use crate::value::{Group, Rng, seed_for};
 use crate::target::Target;
@@ -423,9 +423,39 @@ pub(crate) fn compare_sides(
         } else {
             None
         };
-        let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref() };
-        Ok(crate::report::compare(entry, lifted, &profile, contract, (&a.name(), &b.name()), &inputs, &groups, outputs, (options.seed, seed), lanes))
+        if got.dont_care != want.dont_care {
+            return Err(format!(
+                "the `dont_care` condition marks other lanes on the {} side than on the {} side: it must read only the proof inputs",
+                a.label, b.label
+            ));
+        }
+        let mask = want.dont_care.as_deref();
+        let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref(), dont_care: mask };
+        let found = crate::report::compare(entry, lifted, &profile, contract, (&a.name(), &b.name()), &inputs, &groups, outputs, (options.seed, seed), lanes);
+        if found.is_some() {
+            return Ok(found);
+        }
+        // The taint run: neither side's defined lanes may read a don't-care lane.
+        match mask {
+            Some(mask) => {
+                let tainted = taint_inputs(lifted, &inputs, mask, seed);
+                for (side, clean, poison) in [(&a, &got, 0xa5), (&b, &want, 0x5a)] {
+                    let dirty = execute(side.client, lifted, cubes, &tainted, side.target, poison)?;
+                    if dirty.dont_care.as_deref() != Some(mask) {
+                        return Err("the taint run changed the `dont_care` mask, which must read only the inputs it names".into());
+                    }
+                    if let Some(d) = taint_difference(entry, lifted, &profile, side, (clean, &dirty), mask, (options.seed, seed)) {
+                        return Ok(Some(d));
+                    }
+                }
+                Ok(None)
+            }
+            None => Ok(None),
+        }
     })();
+    if let (Some(dc), Ok(None)) = (&lifted.dont_care, &outcome) {
+        run.contract = format!("{}, modulo the don't-care lanes `{}` (tainted)", run.contract, dc.condition);
+    }
     run.verdict = match outcome {
         Ok(None) => Verdict::Proven,
         Ok(Some(d)) => Verdict::Mismatch { report: d.report, cubes: d.cubes },
@@ -433,6 +463,59 @@ pub(crate) fn compare_sides(
     };
     run.time = start.elapsed();
     run
+}
+
+/// `inputs` with every per-lane input the `dont_care` condition does not read replaced by
+/// arbitrary bits in the don't-care lanes of `mask`.
+fn taint_inputs(lifted: &Lifted, inputs: &[Vec<u8>], mask: &[bool], seed: u64) -> Vec<Vec<u8>> {
+    let reads = lifted.dont_care.as_ref().map_or(&[][..], |d| d.inputs);
+    let mut rng = Rng::new(seed ^ 0x7a1_47ed);
+    lifted
+        .params
+        .iter()
+        .zip(inputs)
+        .map(|(p, bytes)| {
+            let mut bytes = bytes.clone();
+            if p.shape == Shape::Lane && !reads.contains(&p.name) {
+                let size = p.value_size();
+                for (lane, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+                    for b in &mut bytes[lane * size..(lane + 1) * size] {
+                        *b = rng.next_u64() as u8;
+                    }
+                }
+            }
+            bytes
+        })
+        .collect()
+}
+
+/// The first defined lane whose value `side` changed in the taint run, as a report.
+fn taint_difference(
+    entry: &ArmEntry,
+    lifted: &Lifted,
+    profile: &Profile,
+    side: &Side<'_>,
+    (clean, dirty): (&Outputs, &Outputs),
+    mask: &[bool],
+    seeds: (u64, u64),
+) -> Option<crate::report::Difference> {
+    let (_, kind, width, before) = clean.buffers.iter().find(|o| o.0 == VALUE)?;
+    let after = &dirty.buffers.iter().find(|o| o.0 == VALUE)?.3;
+    let changed: Vec<usize> = (0..before.len() / kind.size())
+        .filter(|&i| !mask[i / width] && kind.bits_at(before, i) != kind.bits_at(after, i))
+        .collect();
+    let &first = changed.first()?;
+    let lanes = changed.iter().map(|i| i / width).collect::<std::collections::BTreeSet<_>>().len();
+    Some(crate::report::taint(
+        entry,
+        lifted,
+        profile,
+        &side.name(),
+        *kind,
+        (kind.bits_at(before, first), kind.bits_at(after, first)),
+        (first / width, lanes, mask),
+        seeds,
+    ))
 }
 
 /// The bytes of each parameter for cubes holding `groups`, drawn from `seed`.
@@ -475,6 +558,9 @@ pub fn launch_args<'a>(
     if let Some(size) = lifted.output_value_size() {
         buffers.push((client.create_from_slice(&vec![poison; lanes * size]), lanes));
     }
+    if lifted.dont_care.is_some() {
+        buffers.push((client.create_from_slice(&vec![poison; lanes * 4]), lanes));
+    }
     LaunchArgs { client, cubes, cube_dim: lifted.cube_dim, buffers, target }
 }
 
@@ -497,7 +583,7 @@ pub fn saturated_groups(entry: &'static ArmEntry, client: &Client, seed: u64) ->
     let outputs = execute(client, lifted, cubes, &inputs, Target::default_arms(client), 0x5a)?;
     let edge_cubes = Group::FLOAT_EDGES.len().min(groups.len());
     let mut saturated = Vec::new();
-    for (name, kind, width, bytes) in outputs.0.iter().filter(|o| o.1.is_float()) {
+    for (name, kind, width, bytes) in outputs.buffers.iter().filter(|o| o.1.is_float()) {
         let mut finite = vec![false; cubes as usize];
         let mut seen = vec![false; cubes as usize];
         for i in 0..bytes.len() / kind.size() {
@@ -550,8 +636,16 @@ fn execute(
         }
     }
     if let Some(kind) = lifted.output {
-        outputs.push(("value".to_string(), kind, lifted.output_width, read(client, handles[lifted.params.len()].clone())?));
+        outputs.push((VALUE.to_string(), kind, lifted.output_width, read(client, handles[lifted.params.len()].clone())?));
     }
-    Ok(Outputs(outputs))
+    let dont_care = match lifted.mask_buffer() {
+        Some(i) => {
+            let bytes = read(client, handles[i].clone())?;
+            let mask = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+            Some(mask.map(|m| m != 0).collect())
+        }
+        None => None,
+    };
+    Ok(Outputs { buffers: outputs, dont_care })
 }
 

@@ -9,8 +9,22 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The buffers a run compares: each mutable parameter, then the value (name, scalar type,
-/// scalars per value, bytes).
-pub struct Outputs(pub Vec<(String, ValueKind, usize, Vec<u8>)>);
+/// scalars per value, bytes); and, for an island with `dont_care`, which lanes' values are
+/// undefined.
+pub struct Outputs {
+    pub buffers: Vec<(String, ValueKind, usize, Vec<u8>)>,
+    pub dont_care: Option<Vec<bool>>,
+}
+
+impl Outputs {
+    /// Whether value `index` of output `name` lies in a don't-care lane of `mask`.
+    pub fn ignored(mask: Option<&[bool]>, name: &str, index: usize) -> bool {
+        name == VALUE && mask.is_some_and(|m| m.get(index).copied().unwrap_or(false))
+    }
+}
+
+/// The name reports give an island's value.
+pub const VALUE: &str = "value";
 
 /// How a report names one side of a comparison: `arm`, `default`, `native`, `emulation`, and
 /// what ran it.
@@ -20,11 +34,12 @@ pub struct SideName {
 }
 
 /// The outputs of a comparison: side `a`'s, side `b`'s, and `b` on the inputs' magnitudes
-/// when the contract needs them.
+/// when the contract needs them; `dont_care`, the lanes whose value is not compared.
 pub struct Compared<'a> {
     pub got: &'a Outputs,
     pub want: &'a Outputs,
     pub magnitudes: Option<&'a Outputs>,
+    pub dont_care: Option<&'a [bool]>,
 }
 
 /// A comparison that found differences: the report of the first, and the cubes that differ,
@@ -64,10 +79,11 @@ pub fn compare(
 ) -> Option<Difference> {
     let mut found: Option<Difference> = None;
     let mut differing_cubes = std::collections::BTreeSet::new();
-    for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.0.iter().zip(&outputs.want.0).enumerate() {
+    for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.buffers.iter().zip(&outputs.want.buffers).enumerate() {
         let n = got.len() / kind.size();
-        let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.0[o].3, i));
+        let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.buffers[o].3, i));
         let differing: Vec<usize> = (0..n)
+            .filter(|&i| !Outputs::ignored(outputs.dont_care, name, i / width))
             .filter(|&i| !contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
             .collect();
         differing_cubes.extend(differing.iter().map(|&i| cube_of(lifted, name, i / width)));
@@ -88,10 +104,19 @@ pub fn compare(
             a.label,
             b.label
         );
-        let _ = writeln!(r, "  written at {}", entry.location());
+        let _ = writeln!(r, "  arm written at {}", entry.location());
         let _ = writeln!(r, "  arm semantics: {profile}");
         let _ = writeln!(r, "  executed on: {} = {}; {} = {}", a.label, a.description, b.label, b.description);
         let _ = writeln!(r, "  contract: {contract}");
+        if let (Some(mask), Some(dc)) = (outputs.dont_care, &lifted.dont_care) {
+            let _ = writeln!(
+                r,
+                "  don't-care lanes (`{}`): {} of {}, not compared",
+                dc.condition,
+                mask.iter().filter(|&&m| m).count(),
+                mask.len()
+            );
+        }
         let cube = cube_of(lifted, name, first);
         let _ = writeln!(
             r,
@@ -147,4 +172,51 @@ fn position_of(lifted: &Lifted, name: &str, index: usize) -> String {
         Some(Shape::Cube(n)) => format!("element {}", index % n as usize),
         _ => format!("lane {}", index % lifted.cube_dim as usize),
     }
+}
+
+/// A taint run that changed a defined lane: `side`'s value at `lane` depends on the inputs of a
+/// don't-care lane, which the island declares undefined.
+#[allow(clippy::too_many_arguments)]
+pub fn taint(
+    entry: &ArmEntry,
+    lifted: &Lifted,
+    profile: &Profile,
+    side: &SideName,
+    kind: ValueKind,
+    (clean, tainted): (u64, u64),
+    (lane, changed, mask): (usize, usize, &[bool]),
+    (base_seed, seed): (u64, u64),
+) -> Difference {
+    let condition = lifted.dont_care.as_ref().map_or("", |d| d.condition);
+    let mut r = String::new();
+    let _ = writeln!(
+        r,
+        "island `{}` arm `{}`: the {} reads a don't-care lane into a defined one",
+        entry.site.id,
+        entry.label(),
+        side.label
+    );
+    let _ = writeln!(r, "  arm written at {}", entry.location());
+    let _ = writeln!(r, "  arm semantics: {profile}");
+    let _ = writeln!(r, "  executed on: {} = {}", side.label, side.description);
+    let _ = writeln!(
+        r,
+        "  don't-care lanes (`{condition}`): {} of {}; their other inputs replaced by arbitrary bits",
+        mask.iter().filter(|&&m| m).count(),
+        mask.len()
+    );
+    let _ = writeln!(
+        r,
+        "  output `{VALUE}` [{kind}]: first differing index {lane} (cube {}, lane {}), a defined lane; {changed} defined lanes changed",
+        lane / lifted.cube_dim as usize,
+        lane % lifted.cube_dim as usize,
+    );
+    let _ = writeln!(r, "    {:<9} = {}", "before", kind.show(clean));
+    let _ = writeln!(r, "    {:<9} = {}", "tainted", kind.show(tainted));
+    let _ = write!(
+        r,
+        "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
+        entry.name()
+    );
+    Difference { report: r, cubes: BTreeMap::new() }
 }

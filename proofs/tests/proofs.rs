@@ -2,9 +2,11 @@
 //! fixtures, which must be caught; the registry checks; the examples' own checks; the ledger
 //! and the gate.
 
+mod dont_care;
 mod examples;
 mod ledger;
 mod llm;
+mod llm_ops;
 mod negative;
 mod slow;
 mod tensor_core;
@@ -23,9 +25,11 @@ fn main() {
     ]));
     trials.extend(examples::trials());
     trials.extend(llm::trials());
+    trials.extend(llm_ops::trials());
     trials.extend(ledger::trials());
     trials.extend(tensor_core::trials());
     trials.extend(tiered::trials());
+    trials.extend(dont_care::trials());
     // The fixtures (crate `proofs`) keep no ledger.
     trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics"]));
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];

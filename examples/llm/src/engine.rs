@@ -11,10 +11,10 @@ use island_examples::q8_matvec::quantize_q8_1;
 use island_runtime::Target;
 
 /// Units per cube of every kernel.
-const UNITS: u32 = 64;
+pub(crate) const UNITS: u32 = 64;
 /// Units per cube of the activation quantizer: a multiple of 8, so that a block's 8 units are
 /// aligned lanes of one plane where its block maximum is a plane exchange.
-const QUANT_UNITS: u32 = 32;
+pub(crate) const QUANT_UNITS: u32 = 32;
 
 /// A quantized matrix on the device.
 struct DeviceMatrix {
@@ -102,7 +102,7 @@ pub fn rope_tables(config: &Config, context: usize) -> (Vec<f32>, Vec<f32>) {
     (cos, sin)
 }
 
-fn grid(units: usize, per_cube: u32) -> (CubeCount, CubeDim) {
+pub(crate) fn grid(units: usize, per_cube: u32) -> (CubeCount, CubeDim) {
     (CubeCount::Static((units as u32).div_ceil(per_cube), 1, 1), CubeDim::new_1d(per_cube))
 }
 

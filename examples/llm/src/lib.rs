@@ -6,7 +6,8 @@
 //!   kernels' layout.
 //! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
 //! - [`kernels`]: every op of the forward pass; [`math`]: the engine's `exp`.
-//! - [`engine`]: the forward pass on a device, with a KV cache.
+//! - [`engine`]: the forward pass on a device, with a KV cache; [`ops`]: each kernel launched
+//!   alone on host values, for the kernel-level checks.
 //! - [`reference`]: the same forward pass in plain Rust, operation for operation;
 //!   [`float_reference`]: the textbook forward pass in f64, to show the engine is also correct.
 //! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs.
@@ -18,6 +19,7 @@ pub mod generate;
 pub mod kernels;
 pub mod math;
 pub mod model_file;
+pub mod ops;
 pub mod quant;
 pub mod reference;
 pub mod tokenizer;

@@ -71,6 +71,39 @@ pub fn rmsnorm(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
     x.iter().zip(w).map(|(&v, &g)| v * inv * g).collect()
 }
 
+/// [`crate::kernels::rope_store`] on one pair, rotated by `(c, s)`.
+pub fn rope_pair(x0: f32, x1: f32, c: f32, s: f32) -> (f32, f32) {
+    (x0.mul_add(c, -(x1 * s)), x0.mul_add(s, x1 * c))
+}
+
+/// [`crate::kernels::scores`] of one query head against one key: `(q · k) / 8`, in order.
+pub fn score(q: &[f32], k: &[f32]) -> f32 {
+    q.iter().zip(k).fold(0.0f32, |a, (&qv, &kv)| qv.mul_add(kv, a)) * 0.125
+}
+
+/// [`crate::kernels::softmax`] of one head's scores, in place.
+pub fn softmax(s: &mut [f32]) {
+    let mx = s[1..].iter().fold(s[0], |a, &b| a.max(b));
+    let mut sum = 0.0f32;
+    for v in s.iter_mut() {
+        *v = exp_host(*v - mx);
+        sum += *v;
+    }
+    for v in s.iter_mut() {
+        *v /= sum;
+    }
+}
+
+/// [`crate::kernels::attend`] of one (head, dimension): `Σ_j p[j] · v[j]` in order.
+pub fn weighted_sum(p: &[f32], v: impl IntoIterator<Item = f32>) -> f32 {
+    p.iter().zip(v).fold(0.0f32, |a, (&pj, vj)| pj.mul_add(vj, a))
+}
+
+/// [`crate::kernels::swiglu`] of one pair: `(g / (1 + exp(−g))) · u`.
+pub fn swiglu(g: f32, u: f32) -> f32 {
+    g / (1.0 + exp_host(-g)) * u
+}
+
 impl<'m> Reference<'m> {
     pub fn new(model: &'m Model, context: usize) -> Reference<'m> {
         let c = model.config;
@@ -103,8 +136,7 @@ impl<'m> Reference<'m> {
             for u in 0..(c.dim + kv) / 2 {
                 let t = self.pos * half + u % half;
                 let (cs, sn) = (self.cos[t], self.sin[t]);
-                let (x0, x1) = (qkv[2 * u], qkv[2 * u + 1]);
-                let (y0, y1) = (x0.mul_add(cs, -(x1 * sn)), x0.mul_add(sn, x1 * cs));
+                let (y0, y1) = rope_pair(qkv[2 * u], qkv[2 * u + 1], cs, sn);
                 if 2 * u < c.dim {
                     (q[2 * u], q[2 * u + 1]) = (y0, y1);
                 } else {
@@ -116,30 +148,18 @@ impl<'m> Reference<'m> {
             let mut att = vec![0.0; c.dim];
             for head in 0..c.heads {
                 let k0 = head / group * hd;
-                let mut s: Vec<f32> = (0..n)
-                    .map(|j| {
-                        let key = &self.kc[l][j * kv + k0..j * kv + k0 + hd];
-                        q[head * hd..(head + 1) * hd].iter().zip(key).fold(0.0f32, |a, (&qv, &kv)| qv.mul_add(kv, a)) * 0.125
-                    })
-                    .collect();
-                let mx = s[1..].iter().fold(s[0], |a, &b| a.max(b));
-                let mut sum = 0.0f32;
-                for v in s.iter_mut() {
-                    *v = exp_host(*v - mx);
-                    sum += *v;
-                }
-                for v in s.iter_mut() {
-                    *v /= sum;
-                }
+                let mut s: Vec<f32> =
+                    (0..n).map(|j| score(&q[head * hd..(head + 1) * hd], &self.kc[l][j * kv + k0..j * kv + k0 + hd])).collect();
+                softmax(&mut s);
                 for d in 0..hd {
-                    att[head * hd + d] = (0..n).fold(0.0f32, |a, j| s[j].mul_add(self.vc[l][j * kv + k0 + d], a));
+                    att[head * hd + d] = weighted_sum(&s, (0..n).map(|j| self.vc[l][j * kv + k0 + d]));
                 }
             }
             matvec(&layer.out, &att, &mut x, true);
             let h = rmsnorm(&x, &layer.ffn_norm, c.eps);
             let mut gu = vec![0.0; 2 * c.ffn];
             matvec(&layer.gate_up, &h, &mut gu, false);
-            let a: Vec<f32> = (0..c.ffn).map(|i| gu[i] / (1.0 + exp_host(-gu[i])) * gu[c.ffn + i]).collect();
+            let a: Vec<f32> = (0..c.ffn).map(|i| swiglu(gu[i], gu[c.ffn + i])).collect();
             matvec(&layer.down, &a, &mut x, true);
         }
         self.pos += 1;

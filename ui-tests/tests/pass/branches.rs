@@ -1,19 +1,20 @@
 use cubecl::prelude::*;
 use island_runtime::prelude::*;
 
-// Islands in loops and branches, and an island inside an arm of another.
+// Islands in loops and branches, one of them computed before another that uses its value.
 #[islands]
 #[cube(launch)]
-fn nested(a: &[u32], out: &mut [u32]) {
+fn branches(a: &[u32], out: &mut [u32]) {
     let i = ABSOLUTE_POS;
     let mut acc = 0u32;
     for k in 0..4u32 {
         if a[i] > k {
+            let doubled = island! {
+                cuda if plane == 32 => k * 2,
+                default => k + k,
+            };
             acc += island! {
-                cuda if sm >= 70 => island! {
-                    cuda if plane == 32 => k * 2,
-                    default => k + k,
-                },
+                cuda if sm >= 70 => doubled,
                 vulkan => k << 1,
                 default => 2 * k,
             };

@@ -1,0 +1,143 @@
+//! Each kernel of the forward pass launched alone on host values, with the tag a launch on the
+//! client takes: what the kernel-level checks compare with [`crate::reference`]'s operations, on
+//! inputs built to reach every rounding decision (the whole-model check only meets the model's
+//! own activations).
+
+use crate::engine::{QUANT_UNITS, UNITS, grid};
+use crate::error::LlmError;
+use crate::kernels::{AttnShape, MatvecShape, attend, qmatvec, rmsnorm, rope_store, scores, softmax, swiglu};
+use crate::quant::{BLOCK, QuantMatrix};
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use island_examples::q8_matvec::quantize_q8_1;
+use island_runtime::Target;
+
+/// A kernel's buffers on one client, and its tag.
+struct Launch<'a> {
+    client: &'a Client,
+    target: Target,
+}
+
+impl<'a> Launch<'a> {
+    fn new(client: &'a Client) -> Launch<'a> {
+        Launch { client, target: Target::for_client(client) }
+    }
+
+    fn f32s(&self, v: &[f32]) -> (Handle, usize) {
+        (self.client.create_from_slice(f32::as_bytes(v)), v.len())
+    }
+
+    fn i32s(&self, v: &[i32]) -> (Handle, usize) {
+        (self.client.create_from_slice(i32::as_bytes(v)), v.len())
+    }
+
+    fn read(&self, h: &(Handle, usize)) -> Result<Vec<f32>, LlmError> {
+        let bytes = island_runtime::readback::read(self.client, h.0.clone()).map_err(LlmError::Runtime)?;
+        Ok(f32::from_bytes(&bytes)[..h.1].to_vec())
+    }
+}
+
+/// `n` values in `h` as a kernel argument.
+fn arg(h: &(Handle, usize)) -> BufferArg {
+    // SAFETY: every handle here was created from a slice of exactly `h.1` values.
+    unsafe { BufferArg::from_raw_parts(h.0.clone(), h.1) }
+}
+
+/// [`rmsnorm`] of each row of `rows` (each `w.len()` values).
+pub fn rmsnorm_rows(client: &Client, rows: &[Vec<f32>], w: &[f32], eps: f32) -> Result<Vec<Vec<f32>>, LlmError> {
+    let l = Launch::new(client);
+    let wb = l.f32s(w);
+    rows.iter()
+        .map(|x| {
+            let (xb, yb) = (l.f32s(x), l.f32s(&vec![0.0; x.len()]));
+            let (count, dim) = grid(x.len(), UNITS);
+            rmsnorm::launch_with(client, count, dim, arg(&xb), arg(&wb), arg(&yb), eps, x.len(), l.target);
+            l.read(&yb)
+        })
+        .collect()
+}
+
+/// The activation quantizer, then [`qmatvec`]: `y = W·x`, or `y0 + W·x` with `y0`.
+pub fn matvec(client: &Client, w: &QuantMatrix, x: &[f32], y0: Option<&[f32]>) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client);
+    let words = x.len() / 4;
+    let blocks = x.len() / BLOCK;
+    let xb = l.f32s(x);
+    let (xq, xd) = (l.i32s(&vec![0; words]), l.f32s(&vec![0.0; blocks]));
+    let (count, dim) = grid(words, QUANT_UNITS);
+    // The quantizer reads `x` as vectors of four.
+    // SAFETY: `xb` holds `4·words` values.
+    let x4 = unsafe { BufferArg::from_raw_parts(xb.0.clone(), words) };
+    quantize_q8_1::launch_with(client, count, dim, x4, arg(&xq), arg(&xd), words, l.target);
+    let wb = l.i32s(&w.words);
+    let mins = if w.mins.is_empty() { vec![0.0f32] } else { w.mins.clone() };
+    let (sb, mb) = (l.f32s(&w.scales), l.f32s(&mins));
+    let yb = l.f32s(&y0.map_or_else(|| vec![0.0; w.rows], <[f32]>::to_vec));
+    let shape = MatvecShape { ty: w.ty, rows: w.rows, blocks, accumulate: y0.is_some() };
+    let (count, dim) = grid(w.rows, UNITS);
+    // SAFETY: `wb` holds `w.words.len()` words, read as vectors of four; `xq` `words` words.
+    let (w4, xq4) = unsafe { (BufferArg::from_raw_parts(wb.0.clone(), wb.1 / 4), BufferArg::from_raw_parts(xq.0.clone(), words / 4)) };
+    qmatvec::launch_with(client, count, dim, w4, arg(&sb), arg(&mb), xq4, arg(&xd), arg(&yb), shape, l.target);
+    l.read(&yb)
+}
+
+/// What [`rope_store`] writes: the rotated query, and the caches with the key and value of
+/// position `pos` at value offset `at`.
+pub struct Rotated {
+    pub q: Vec<f32>,
+    pub kc: Vec<f32>,
+    pub vc: Vec<f32>,
+}
+
+/// [`rope_store`] of `qkv` at position `pos`, into caches of `cache` values.
+#[allow(clippy::too_many_arguments)]
+pub fn rope(client: &Client, qkv: &[f32], (cos, sin): (&[f32], &[f32]), pos: u32, at: u32, cache: usize, shape: AttnShape) -> Result<Rotated, LlmError> {
+    let l = Launch::new(client);
+    let dim = shape.heads * AttnShape::HEAD_DIM;
+    let kv = shape.kv_heads * AttnShape::HEAD_DIM;
+    let (qkvb, qb) = (l.f32s(qkv), l.f32s(&vec![0.0; dim]));
+    let (kcb, vcb) = (l.f32s(&vec![0.0; cache]), l.f32s(&vec![0.0; cache]));
+    let (cb, sb) = (l.f32s(cos), l.f32s(sin));
+    let (count, cube) = grid(dim / 2 + kv, UNITS);
+    rope_store::launch_with(client, count, cube, arg(&qkvb), arg(&qb), arg(&kcb), arg(&vcb), arg(&cb), arg(&sb), pos, at, shape, l.target);
+    Ok(Rotated { q: l.read(&qb)?, kc: l.read(&kcb)?, vc: l.read(&vcb)? })
+}
+
+/// [`scores`] of the query `q` against the first `n` keys of the cache `kc` (from `base`):
+/// `heads × context` values, those past `n` left at zero.
+pub fn attention_scores(client: &Client, q: &[f32], kc: &[f32], n: u32, base: u32, shape: AttnShape) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client);
+    let (qb, kb, sb) = (l.f32s(q), l.f32s(kc), l.f32s(&vec![0.0; shape.heads * shape.context]));
+    let (count, dim) = grid(shape.heads * n as usize, UNITS);
+    scores::launch_with(client, count, dim, arg(&qb), arg(&kb), arg(&sb), n, base, shape, l.target);
+    l.read(&sb)
+}
+
+/// [`softmax`] of the first `n` scores of each head of `s` (`heads × context`).
+pub fn softmax_heads(client: &Client, s: &[f32], n: u32, shape: AttnShape) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client);
+    let sb = l.f32s(s);
+    let (count, dim) = grid(shape.heads, UNITS);
+    softmax::launch_with(client, count, dim, arg(&sb), n, shape, l.target);
+    l.read(&sb)
+}
+
+/// [`attend`]: each head's weights `p` (`heads × context`) over the first `n` values of `vc`.
+pub fn attention_values(client: &Client, p: &[f32], vc: &[f32], n: u32, base: u32, shape: AttnShape) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client);
+    let dim = shape.heads * AttnShape::HEAD_DIM;
+    let (pb, vb, ob) = (l.f32s(p), l.f32s(vc), l.f32s(&vec![0.0; dim]));
+    let (count, cube) = grid(dim, UNITS);
+    attend::launch_with(client, count, cube, arg(&pb), arg(&vb), arg(&ob), n, base, shape, l.target);
+    l.read(&ob)
+}
+
+/// [`swiglu`] of `gate_up` (`gate`, `up` stacked).
+pub fn swiglu_all(client: &Client, gate_up: &[f32]) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client);
+    let n = gate_up.len() / 2;
+    let (gb, ab) = (l.f32s(gate_up), l.f32s(&vec![0.0; n]));
+    let (count, dim) = grid(n, UNITS);
+    swiglu::launch_with(client, count, dim, arg(&gb), arg(&ab), n, l.target);
+    l.read(&ab)
+}

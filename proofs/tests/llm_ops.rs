@@ -1,0 +1,385 @@
+//! The model engine's kernels one by one, on inputs that reach their rounding decisions, against
+//! the plain-Rust reference's operations, bit for bit, on the CPU runtime and on every runtime of
+//! the conformance list.
+//!
+//! The whole-model check meets only the model's own activations, where a normalisation can divide
+//! a last-bit difference away and a quantizer never meets a tie. Each check here first shows its
+//! inputs decide: a variant of the reference that orders or rounds one step differently (a sum in
+//! reverse, a product unfused, a reciprocal instead of a division) must differ from the reference
+//! on them, or the check fails as unable to fail. The shapes are SmolLM2-135M's.
+
+use half::f16;
+use island_llm::engine::rope_tables;
+use island_llm::kernels::AttnShape;
+use island_llm::math::exp_host;
+use island_llm::ops;
+use island_llm::quant::{QuantMatrix, QuantType};
+use island_llm::reference as r;
+use island_llm::weights::Config;
+use island_runtime::runtimes::RuntimeName;
+use libtest_mimic::{Failed, Trial};
+
+const CONFIG: Config = Config {
+    layers: 30,
+    dim: 576,
+    ffn: 1536,
+    heads: 9,
+    kv_heads: 3,
+    head_dim: 64,
+    vocab: 49152,
+    rope_base: 100000.0,
+    eps: 1e-5,
+    context: 8192,
+};
+const SHAPE: AttnShape = AttnShape { heads: 9, kv_heads: 3, context: 64 };
+
+type Check = fn(&cubecl::prelude::Client) -> Result<(), Failed>;
+use island_runtime::__private::cubecl;
+
+pub fn trials() -> Vec<Trial> {
+    let checks: [(&str, Check); 8] = [
+        ("rmsnorm", rmsnorm),
+        ("matvec_q8_0", |c| matvec(c, QuantType::Q8_0)),
+        ("matvec_q4_1", |c| matvec(c, QuantType::Q4_1)),
+        ("rope", rope),
+        ("scores", scores),
+        ("softmax", softmax),
+        ("attend", attend),
+        ("swiglu", swiglu),
+    ];
+    let mut runtimes = vec![RuntimeName::Cpu];
+    runtimes.extend(proofs::conformance_runtimes().unwrap_or_default());
+    let mut trials = Vec::new();
+    for r in runtimes {
+        for (name, check) in checks {
+            let trial = format!("examples::llm::ops::{name}_on_{}_equals_the_reference_on_deciding_inputs", r.as_str());
+            trials.push(
+                Trial::test(trial, move || {
+                    let client = if r == RuntimeName::Cpu { proofs::cpu()? } else { r.client()? };
+                    check(&client)
+                })
+                .with_kind("example"),
+            );
+        }
+    }
+    trials
+}
+
+/// A seeded generator (splitmix64): the checks' inputs are fixed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform value in `[0, 1)`.
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// A random sign and mantissa, exponent within `±binades` of 1.
+    fn wide(&mut self, binades: i32) -> f32 {
+        let bits = self.next();
+        let e = (bits % (2 * binades as u64 + 1)) as i32 - binades;
+        let m = 1.0 + ((bits >> 16) & 0x7f_ffff) as f32 / (1u32 << 23) as f32;
+        let s = if bits >> 63 == 1 { -1.0 } else { 1.0 };
+        s * m * 2f32.powi(e)
+    }
+}
+
+/// The first index where `got` and `want` differ in bits, as an error naming `what`.
+fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} values, expected {}", got.len(), want.len()).into());
+    }
+    let differ: Vec<usize> = (0..got.len()).filter(|&i| got[i].to_bits() != want[i].to_bits() && !(got[i].is_nan() && want[i].is_nan())).collect();
+    match differ.first() {
+        None => Ok(()),
+        Some(&i) => Err(format!("{what}: {} of {} values differ from the reference; first at {i}: kernel {:e} ({:#010x}), reference {:e} ({:#010x})", differ.len(), got.len(), got[i], got[i].to_bits(), want[i], want[i].to_bits()).into()),
+    }
+}
+
+/// The inputs decide `what`: the variant's outputs differ from the reference's somewhere, and
+/// most of the reference's outputs are numbers (a saturated output compares only specials).
+fn decides(what: &str, reference: &[f32], variant: &[f32]) -> Result<(), Failed> {
+    let finite = reference.iter().filter(|v| v.is_finite()).count();
+    if 2 * finite < reference.len() {
+        return Err(format!("the inputs saturate the output: {finite} of {} reference values are finite", reference.len()).into());
+    }
+    if reference.iter().zip(variant).any(|(a, b)| a.to_bits() != b.to_bits() && !(a.is_nan() && b.is_nan())) {
+        Ok(())
+    } else {
+        Err(format!("the inputs cannot fail the check: {what} gives the reference's bits on every value").into())
+    }
+}
+
+/// RMSNorm on 32 rows: wide magnitudes (order of the squares decides), values whose squares
+/// overflow, subnormals, zeros, and rows of one repeated value.
+fn rmsnorm(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+    let n = CONFIG.dim;
+    let mut rng = Rng(0x5eed_0001);
+    let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
+    let mut rows: Vec<Vec<f32>> = (0..24).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
+    rows.push((0..n).map(|i| if i == 7 { 3e19 } else { rng.wide(3) }).collect()); // a square overflows
+    rows.push((0..n).map(|_| rng.wide(3) * 1e-40).collect()); // subnormals
+    rows.push(vec![0.0; n]);
+    rows.push((0..n).map(|i| if i % 2 == 0 { -0.0 } else { rng.wide(1) }).collect());
+    rows.push(vec![1.5; n]);
+    rows.push(vec![-1e-3; n]);
+    rows.push((0..n).map(|i| (i as f32 - 288.0) * 0.125).collect());
+    rows.push((0..n).map(|_| rng.wide(60)).collect());
+    let want: Vec<Vec<f32>> = rows.iter().map(|x| r::rmsnorm(x, &w, CONFIG.eps)).collect();
+    let reversed: Vec<f32> = rows
+        .iter()
+        .flat_map(|x| {
+            let ss = x.iter().rev().fold(0.0f32, |s, &v| v.mul_add(v, s));
+            let inv = 1.0f32 / (ss / n as f32 + CONFIG.eps).sqrt();
+            x.iter().zip(&w).map(move |(&v, &g)| v * inv * g).collect::<Vec<_>>()
+        })
+        .collect();
+    let regrouped: Vec<f32> = rows
+        .iter()
+        .flat_map(|x| {
+            let ss = x.iter().fold(0.0f32, |s, &v| v.mul_add(v, s));
+            let inv = 1.0f32 / (ss / n as f32 + CONFIG.eps).sqrt();
+            x.iter().zip(&w).map(move |(&v, &g)| v * (inv * g)).collect::<Vec<_>>()
+        })
+        .collect();
+    let flat: Vec<f32> = want.concat();
+    decides("the squares summed in reverse", &flat, &reversed)?;
+    decides("x · (inv · w)", &flat, &regrouped)?;
+    let got = ops::rmsnorm_rows(client, &rows, &w, CONFIG.eps)?;
+    same_bits("rmsnorm", &got.concat(), &flat)
+}
+
+/// GGUF blocks of a `rows × cols` matrix: scales over many binades (a few f16 subnormal and
+/// negative), quants over their whole range.
+fn matrix(ty: QuantType, rows: usize, cols: usize, rng: &mut Rng) -> Result<QuantMatrix, Failed> {
+    let mut bytes = Vec::new();
+    for i in 0..rows * cols / 32 {
+        let scale = |rng: &mut Rng| match i % 13 {
+            0 => f16::from_bits(0x0003),
+            1 => f16::from_f32(-rng.wide(4)),
+            _ => f16::from_f32(rng.wide(6).abs() * 2e-3),
+        };
+        bytes.extend(scale(rng).to_le_bytes());
+        match ty {
+            QuantType::Q8_0 => bytes.extend((0..32).map(|j| if j == 0 { 0x80 } else { rng.next() as u8 })),
+            QuantType::Q4_1 => {
+                bytes.extend(f16::from_f32(rng.wide(3) * 1e-2).to_le_bytes());
+                bytes.extend((0..16).map(|_| rng.next() as u8));
+            }
+        }
+    }
+    Ok(QuantMatrix::from_gguf(ty, rows, cols, &bytes)?)
+}
+
+/// Activations for the quantizer and the matvec: blocks whose magnitudes differ by many binades
+/// (the order of the block sums decides), blocks of exact rounding ties `(k + ½)·d` with `d` a
+/// power of two, an all-zero block, −0.0, and one block a million times larger than the rest.
+fn activations(cols: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..cols / 32)
+        .flat_map(|b| {
+            let block: Vec<f32> = match b % 6 {
+                0 => (0..32).map(|j| if j == 5 { 127.0 * 0.25 } else { ((j as f32 % 40.0) - 20.0 + 0.5) * 0.25 }).collect(),
+                1 => vec![0.0; 32],
+                2 => (0..32).map(|j| if j % 3 == 0 { -0.0 } else { rng.wide(2) }).collect(),
+                3 if b == 3 => (0..32).map(|j| if j == 9 { 3e7 } else { rng.wide(3) * 1e5 }).collect(),
+                _ => {
+                    let scale = 2f32.powi((b as i32 * 7) % 40 - 20);
+                    (0..32).map(|_| rng.wide(2) * scale).collect()
+                }
+            };
+            block
+        })
+        .collect()
+}
+
+/// The quantizer and the matvec of one quantization type, with and without the fused residual.
+fn matvec(client: &cubecl::prelude::Client, ty: QuantType) -> Result<(), Failed> {
+    let mut rng = Rng(0x5eed_0002 ^ ty as u64);
+    let (rows, cols) = (96, CONFIG.dim);
+    let w = matrix(ty, rows, cols, &mut rng)?;
+    let x = activations(cols, &mut rng);
+    let y0: Vec<f32> = (0..rows).map(|_| rng.wide(8)).collect();
+    let mut want = vec![0.0; rows];
+    r::matvec(&w, &x, &mut want, false);
+    let mut want_acc = y0.clone();
+    r::matvec(&w, &x, &mut want_acc, true);
+    // The same blocks summed in reverse order must give other bits somewhere.
+    let reversed_blocks = x.chunks_exact(32).rev().flatten().copied().collect::<Vec<_>>();
+    let mut reversed = vec![0.0; rows];
+    let wr = reverse_blocks(&w);
+    r::matvec(&wr, &reversed_blocks, &mut reversed, false);
+    decides("the blocks summed in reverse order", &want, &reversed)?;
+    same_bits(&format!("{ty:?} matvec"), &ops::matvec(client, &w, &x, None)?, &want)?;
+    same_bits(&format!("{ty:?} matvec with the residual"), &ops::matvec(client, &w, &x, Some(&y0))?, &want_acc)
+}
+
+/// `w` with its blocks in reverse order along `k` (paired with activations reversed by block, the
+/// same products in the other order).
+fn reverse_blocks(w: &QuantMatrix) -> QuantMatrix {
+    let blocks = w.blocks();
+    let per = w.words.len() / blocks;
+    let mut out = w.clone();
+    for b in 0..blocks {
+        let from = blocks - 1 - b;
+        out.words[b * per..(b + 1) * per].copy_from_slice(&w.words[from * per..(from + 1) * per]);
+        out.scales[b * w.rows..(b + 1) * w.rows].copy_from_slice(&w.scales[from * w.rows..(from + 1) * w.rows]);
+        if !w.mins.is_empty() {
+            out.mins[b * w.rows..(b + 1) * w.rows].copy_from_slice(&w.mins[from * w.rows..(from + 1) * w.rows]);
+        }
+    }
+    out
+}
+
+/// RoPE at a position whose angles are not exact, on wide values: one rounding per output
+/// (`fma`) decides against two.
+fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+    let mut rng = Rng(0x5eed_0003);
+    let (dim, kv) = (CONFIG.dim, CONFIG.kv_dim());
+    let (cos, sin) = rope_tables(&CONFIG, SHAPE.context);
+    let qkv: Vec<f32> = (0..dim + 2 * kv).map(|i| if i % 17 == 0 { -0.0 } else { rng.wide(12) }).collect();
+    let (pos, slot) = (37usize, 5usize);
+    let at = slot * kv;
+    let cache = SHAPE.context * kv;
+    let half = CONFIG.head_dim / 2;
+    let (mut q, mut kc, mut vc) = (vec![0.0; dim], vec![0.0; cache], vec![0.0; cache]);
+    let mut unfused = Vec::new();
+    for u in 0..(dim + kv) / 2 {
+        let t = pos * half + u % half;
+        let (x0, x1) = (qkv[2 * u], qkv[2 * u + 1]);
+        let (y0, y1) = r::rope_pair(x0, x1, cos[t], sin[t]);
+        unfused.extend([x0 * cos[t] - x1 * sin[t], x0 * sin[t] + x1 * cos[t]]);
+        let out = if 2 * u < dim { &mut q[2 * u..2 * u + 2] } else { &mut kc[at + 2 * u - dim..at + 2 * u - dim + 2] };
+        out.copy_from_slice(&[y0, y1]);
+    }
+    vc[at..at + kv].copy_from_slice(&qkv[dim + kv..]);
+    let rotated: Vec<f32> = q.iter().chain(&kc[at..at + kv]).copied().collect();
+    decides("each output rounded twice (product, then sum)", &rotated, &unfused)?;
+    let got = ops::rope(client, &qkv, (&cos, &sin), pos as u32, at as u32, cache, SHAPE)?;
+    same_bits("rope: the query", &got.q, &q)?;
+    same_bits("rope: the key cache", &got.kc, &kc)?;
+    same_bits("rope: the value cache", &got.vc, &vc)
+}
+
+/// Attention scores over 40 cached positions of one layer (from a nonzero base): terms of wide
+/// magnitudes, so the order and the fusing of the dot product decide.
+fn scores(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+    let mut rng = Rng(0x5eed_0004);
+    let (dim, kv, hd) = (CONFIG.dim, CONFIG.kv_dim(), CONFIG.head_dim);
+    let n = 40usize;
+    let base = 3 * SHAPE.context * kv;
+    let q: Vec<f32> = (0..dim).map(|_| rng.wide(10)).collect();
+    let kc: Vec<f32> = (0..base + SHAPE.context * kv).map(|_| rng.wide(10)).collect();
+    let group = SHAPE.heads / SHAPE.kv_heads;
+    let mut want = vec![0.0; SHAPE.heads * SHAPE.context];
+    let mut reversed = want.clone();
+    let mut unfused = want.clone();
+    for h in 0..SHAPE.heads {
+        for j in 0..n {
+            let k0 = base + j * kv + h / group * hd;
+            let (qh, key) = (&q[h * hd..(h + 1) * hd], &kc[k0..k0 + hd]);
+            want[h * SHAPE.context + j] = r::score(qh, key);
+            reversed[h * SHAPE.context + j] = qh.iter().zip(key).rev().fold(0.0f32, |a, (&x, &y)| x.mul_add(y, a)) * 0.125;
+            unfused[h * SHAPE.context + j] = qh.iter().zip(key).fold(0.0f32, |a, (&x, &y)| a + x * y) * 0.125;
+        }
+    }
+    decides("the dot product in reverse", &want, &reversed)?;
+    decides("the dot product unfused", &want, &unfused)?;
+    same_bits("scores", &ops::attention_scores(client, &q, &kc, n as u32, base as u32, SHAPE)?, &want)
+}
+
+/// Softmax over 61 of 64 positions per head: equal maxima, a spread that underflows `exp`,
+/// −∞ (a masked score), a constant row, realistic and wide rows; the positions past `n` must be
+/// left alone.
+fn softmax(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+    let mut rng = Rng(0x5eed_0005);
+    let (c, n) = (SHAPE.context, 61usize);
+    let mut s = vec![0.0f32; SHAPE.heads * c];
+    for h in 0..SHAPE.heads {
+        for j in 0..c {
+            s[h * c + j] = match h {
+                0 => 0.75,
+                1 => rng.wide(0) * 40.0 - 20.0 * (j % 2) as f32,
+                2 => if j % 9 == 0 { 12.5 } else { rng.unit() * 12.5 },
+                3 => if j == 4 { f32::NEG_INFINITY } else { rng.unit() * 8.0 - 4.0 },
+                4 => -(j as f32) * 3.0,
+                5 => rng.wide(30),
+                _ => rng.unit() * 6.0 - 3.0,
+            };
+        }
+    }
+    let mut want = s.clone();
+    let mut reversed = s.clone();
+    let mut reciprocal = s.clone();
+    for h in 0..SHAPE.heads {
+        let row = h * c..h * c + n;
+        r::softmax(&mut want[row.clone()]);
+        let v = &mut reversed[row.clone()];
+        let mx = v[1..].iter().fold(v[0], |a, &b| a.max(b));
+        v.iter_mut().for_each(|x| *x = exp_host(*x - mx));
+        let sum = v.iter().rev().fold(0.0f32, |a, &b| a + b);
+        v.iter_mut().for_each(|x| *x /= sum);
+        let v = &mut reciprocal[row];
+        let mx = v[1..].iter().fold(v[0], |a, &b| a.max(b));
+        v.iter_mut().for_each(|x| *x = exp_host(*x - mx));
+        let inv = 1.0 / v.iter().fold(0.0f32, |a, &b| a + b);
+        v.iter_mut().for_each(|x| *x *= inv);
+    }
+    decides("the exponentials summed in reverse", &want, &reversed)?;
+    decides("a multiplication by the sum's reciprocal", &want, &reciprocal)?;
+    same_bits("softmax", &ops::softmax_heads(client, &s, n as u32, SHAPE)?, &want)
+}
+
+/// The weighted sum of 50 cached values: weights with exact zeros, wide values, so order and
+/// fusing decide.
+fn attend(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+    let mut rng = Rng(0x5eed_0006);
+    let (kv, hd, c) = (CONFIG.kv_dim(), CONFIG.head_dim, SHAPE.context);
+    let n = 50usize;
+    let base = 2 * c * kv;
+    let p: Vec<f32> = (0..SHAPE.heads * c).map(|i| if i % 11 == 0 { 0.0 } else { rng.unit() }).collect();
+    let vc: Vec<f32> = (0..base + c * kv).map(|_| rng.wide(12)).collect();
+    let group = SHAPE.heads / SHAPE.kv_heads;
+    let (mut want, mut reversed, mut unfused) = (Vec::new(), Vec::new(), Vec::new());
+    for h in 0..SHAPE.heads {
+        for d in 0..hd {
+            let ph = &p[h * c..h * c + n];
+            let v = |j: usize| vc[base + j * kv + h / group * hd + d];
+            want.push(r::weighted_sum(ph, (0..n).map(v)));
+            reversed.push((0..n).rev().fold(0.0f32, |a, j| ph[j].mul_add(v(j), a)));
+            unfused.push((0..n).fold(0.0f32, |a, j| a + ph[j] * v(j)));
+        }
+    }
+    decides("the weighted sum in reverse", &want, &reversed)?;
+    decides("the weighted sum unfused", &want, &unfused)?;
+    same_bits("attend", &ops::attention_values(client, &p, &vc, n as u32, base as u32, SHAPE)?, &want)
+}
+
+/// SwiGLU over the model's width: gates where `exp(−g)` overflows (−0.0 results), underflows,
+/// ±0, subnormals, and realistic values; the order of the division and the product decides.
+fn swiglu(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+    let mut rng = Rng(0x5eed_0007);
+    let n = CONFIG.ffn;
+    let gate: Vec<f32> = (0..n)
+        .map(|i| match i % 8 {
+            0 => -(90.0 + rng.unit() * 10.0),
+            1 => 90.0 + rng.unit() * 10.0,
+            2 => if i % 16 == 2 { 0.0 } else { -0.0 },
+            3 => rng.wide(3) * 1e-40,
+            _ => rng.wide(4),
+        })
+        .collect();
+    let up: Vec<f32> = (0..n).map(|_| rng.wide(6)).collect();
+    let want: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| r::swiglu(g, u)).collect();
+    let reordered: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| g * u / (1.0 + exp_host(-g))).collect();
+    decides("g · u / (1 + exp(−g))", &want, &reordered)?;
+    let gate_up: Vec<f32> = gate.iter().chain(&up).copied().collect();
+    same_bits("swiglu", &ops::swiglu_all(client, &gate_up)?, &want)
+}
