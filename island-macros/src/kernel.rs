@@ -100,6 +100,12 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
             ),
         ));
     }
+    if let (false, Some(tag)) = (visitor.errors.is_empty(), &visitor.tag) {
+        // An invalid island became its `default`, which may not read the tag the island read:
+        // keep it read, so the error is not followed by an unused-variable warning.
+        let name = &tag.name;
+        func.block.stmts.insert(0, syn::parse_quote!(let _ = #name;));
+    }
     errors.append(&mut visitor.errors);
     let mut items = visitor.items;
     // Every island of the function, for `sites_of!(function)` and `#[intrinsic(check = …)]`.
@@ -193,12 +199,36 @@ fn mark_comptime(func: &mut ItemFn, name: &Ident) {
 }
 
 
-/// What an invalid island becomes: its error, as an expression. `comptime!` makes CubeCL paste
-/// it verbatim, and an expression that is a compile error takes whatever type its context
-/// wants, so no second error follows from the first.
-fn fallback(error: syn::Error) -> Expr {
-    let error = error.to_compile_error();
-    syn::parse_quote!(comptime! { #error })
+/// What an invalid island becomes. With a `default` arm: that arm's body, so the kernel
+/// type-checks as written and the error, emitted once beside the function, is the only one (an
+/// error inside the body would be reported once per expansion CubeCL makes of it; a helper
+/// whose tag only the island read gets an unused-variable warning). Without one
+/// (no `default` to be found): the error as an expression, which takes
+/// whatever type its context wants (`comptime!` makes CubeCL paste it verbatim); rustc shows it
+/// once but counts each paste.
+fn fallback(errors: &mut Vec<syn::Error>, error: syn::Error, default: Option<Expr>) -> Expr {
+    match default {
+        Some(body) => {
+            errors.push(error);
+            body
+        }
+        None => {
+            let error = error.to_compile_error();
+            syn::parse_quote!(comptime! { #error })
+        }
+    }
+}
+
+/// The body of the `default => …` arm of an island that does not parse, if that arm alone
+/// does: the tokens after `default =>` up to the next `,` outside brackets.
+fn recover_default(tokens: TokenStream) -> Option<Expr> {
+    let tokens: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+    let is_punct = |t: &proc_macro2::TokenTree, c: char| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == c);
+    let start = (0..tokens.len().saturating_sub(2)).find(|&i| {
+        matches!(&tokens[i], proc_macro2::TokenTree::Ident(id) if id == "default") && is_punct(&tokens[i + 1], '=') && is_punct(&tokens[i + 2], '>')
+    })? + 3;
+    let body: TokenStream = tokens[start..].iter().take_while(|t| !is_punct(t, ',')).cloned().collect();
+    syn::parse2(body).ok()
 }
 
 /// Rewrites every `island!` of a body, innermost last, numbering them in source order.
@@ -230,16 +260,20 @@ impl Rewriter {
         self.count += 1;
         let span = mac.path.span();
         if self.inside {
-            return fallback(syn::Error::new(
+            let default = parse::island(span, mac.tokens.clone())
+                .ok()
+                .and_then(|i| i.arms.into_iter().find(|a| a.is_default()).map(|a| a.body));
+            let error = syn::Error::new(
                 span,
                 "an island cannot sit inside another island's arm: proving the outer arm forces that island alone, so \
                  the inner one would take `default` inside it and its own arms would go unproven there; compute the \
                  inner island before the outer one (`let v = island! { … };`) and use `v` in the arm",
-            ));
+            );
+            return fallback(&mut self.errors, error, default);
         }
         let mut island: Island = match parse::island(span, mac.tokens.clone()) {
             Ok(i) => i,
-            Err(e) => return fallback(e),
+            Err(e) => return fallback(&mut self.errors, e, recover_default(mac.tokens.clone())),
         };
         let mut problems = Vec::new();
         validate::island(&island, &mut problems);
@@ -253,9 +287,11 @@ impl Rewriter {
         }
         self.inside = false;
         if !problems.is_empty() {
-            let first = problems.remove(0);
-            self.errors.append(&mut problems);
-            return fallback(first);
+            let default = island.arms.iter().find(|a| a.is_default()).map(|a| a.body.clone());
+            let rest = problems.split_off(1);
+            let invalid = fallback(&mut self.errors, problems.remove(0), default);
+            self.errors.extend(rest);
+            return invalid;
         }
         let Some(tag) = &self.tag else {
             // Reported once for the function; `default` keeps the body well-typed.

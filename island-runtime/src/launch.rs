@@ -19,14 +19,19 @@ impl Target {
         if let Executor::Unknown(name) = exec.executor {
             log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
         }
-        let Some(profile) = crate::device::profile(client) else { return Target::from_parts(None, exec) };
-        match policy::settings() {
-            Err(e) => {
-                static SAID: Once = Once::new();
-                SAID.call_once(|| eprintln!("islands: {e}; every island takes `default` until it is fixed"));
+        // Read before anything else, so that a wrong setting is said on any device, the CPU's
+        // included, and not only where an arm could run.
+        let settings = policy::settings();
+        if let Err(e) = settings {
+            static SAID: Once = Once::new();
+            SAID.call_once(|| {
+                eprintln!("islands: {e}; every island takes `default` until it is fixed");
                 log::error!("islands: {e}");
-                Target::from_parts(None, exec)
-            }
+            });
+        }
+        let Some(profile) = crate::device::profile(client) else { return Target::from_parts(None, exec) };
+        match settings {
+            Err(_) => Target::from_parts(None, exec),
             Ok(s) if s.policy == Policy::Off => Target::from_parts(Some(profile), exec),
             Ok(s) => match view(client, profile, s) {
                 Some(view) => Target::from_parts(Some(profile), exec).with_ledger(view),

@@ -4,7 +4,7 @@ use island_runtime::prelude::*;
 // An unknown option of a proof signature.
 #[islands]
 #[cube(launch)]
-fn kernel(out: &mut [i32]) {
+fn kernel(x: i32, out: &mut [i32]) {
     out[ABSOLUTE_POS] = island! {
         proof(x: i32) -> i32, warps = 2;
         cuda => x,
