@@ -110,6 +110,13 @@ fn status_of(entry: &'static island_runtime::ArmEntry, r: &Record, all: &[Record
                 .to_string(),
         ),
         Decision::DeclinedTolerance => ("declined", format!("not bit-exact here: {}", r.proof.contract)),
+        Decision::DeclinedMachineCode => (
+            "declined",
+            format!(
+                "machine code lacks {}",
+                r.conformance.machine_code.as_ref().map(|m| m.missing.join(", ")).unwrap_or_default()
+            ),
+        ),
         Decision::Unverified => ("unverified", r.note.clone().unwrap_or_default()),
     }
 }

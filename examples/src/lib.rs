@@ -6,6 +6,7 @@
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
 //! - [`gemm_i8_mma`]: an int8 GEMM on `mma.sync`, `ldmatrix` and a `cp.async` pipeline.
 //! - [`gemm_f16`]: an f16 tile GEMM with a `cmma` island, bit-exact on sm_90's tensor cores.
+//! - [`machine_code`]: a `dp4a` arm the compiler removes, which the gate declines on CUDA.
 //! - [`error`]: the error they report before launch; [`tile_shape`]: the GEMMs' tile shapes;
 //!   [`testing`]: the inputs and comparisons their checks share.
 
@@ -17,6 +18,7 @@ pub mod error;
 pub mod gemm_f16;
 pub mod gemm_i8;
 pub mod gemm_i8_mma;
+pub mod machine_code;
 pub mod q8_matvec;
 pub mod rmsnorm;
 pub mod rows;

@@ -18,7 +18,7 @@ use island_runtime::intrinsic;
     semantics = defined,
     summary = "16 bytes from global to shared memory, completing asynchronously (sm_80+), visible after `wait` and a barrier",
     check = crate::checks::cp_async_copy,
-    lowerings(cuda => "cp.async.cg.shared.global"),
+    lowerings(cuda => "cp.async.cg.shared.global" sass "LDGSTS"),
 )]
 pub mod copy16 {
     use cubecl::prelude::*;
@@ -50,7 +50,7 @@ pub mod copy16 {
     semantics = defined,
     summary = "closes this unit's outstanding asynchronous copies into a group (sm_80+)",
     check = crate::checks::cp_async_copy,
-    lowerings(cuda => "cp.async.commit_group"),
+    lowerings(cuda => "cp.async.commit_group" sass "LDGDEPBAR"),
 )]
 pub mod commit {
     use cubecl::prelude::*;
@@ -71,7 +71,7 @@ pub mod commit {
     semantics = defined,
     summary = "waits until at most `pending` of this unit's copy groups are in flight (sm_80+)",
     check = crate::checks::cp_async_copy,
-    lowerings(cuda => "cp.async.wait_group"),
+    lowerings(cuda => "cp.async.wait_group" sass "DEPBAR"),
 )]
 pub mod wait {
     use cubecl::prelude::*;

@@ -15,7 +15,7 @@ use island_runtime::intrinsic;
     semantics = defined,
     summary = "c + Σ a[i]·b[i] over four packed signed bytes, wrapping i32",
     check = crate::checks::dp4a,
-    lowerings(cuda if dp4a => "__dp4a(", vulkan if dp4a => "OpSDot"),
+    lowerings(cuda if dp4a => "__dp4a(" sass "IDP.4A", vulkan if dp4a => "OpSDot"),
 )]
 pub mod dp4a {
     use cubecl::prelude::*;

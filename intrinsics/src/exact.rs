@@ -100,7 +100,7 @@ pub fn contraction_canary(acc: f32, x: f32, y: f32, #[comptime] target: Target) 
     semantics = defined,
     summary = "a·b + c in binary32 with two roundings: PTX mul.rn then add.rn, which ptxas never contracts",
     check = mul_add,
-    lowerings(cuda => "mul.rn.f32"),
+    lowerings(cuda => "mul.rn.f32" sass "FMUL"),
 )]
 pub mod unfused_mul_add {
     use cubecl::prelude::*;
@@ -135,7 +135,7 @@ pub mod unfused_mul_add {
     semantics = defined,
     summary = "a·b + c in binary32 with one rounding (CUDA's fma is fma.rn.f32)",
     check = fma,
-    lowerings(cuda => "fma("),
+    lowerings(cuda => "fma(" sass "FFMA"),
 )]
 pub mod ieee_fma {
     use cubecl::prelude::*;

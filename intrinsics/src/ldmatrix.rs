@@ -20,7 +20,7 @@ use island_runtime::intrinsic;
     semantics = defined,
     summary = "four 8×8 b16 matrices from shared memory into per-lane fragments, one warp, each lane naming one 16-byte row (sm_75+)",
     check = crate::checks::ldmatrix_x4,
-    lowerings(cuda => "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+    lowerings(cuda => "ldmatrix.sync.aligned.m8n8.x4.shared.b16" sass "LDSM.16.M88.4"),
 )]
 pub mod x4 {
     use crate::mma_sync::WARP;

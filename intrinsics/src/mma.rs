@@ -60,7 +60,7 @@ impl Layout {
     semantics = defined,
     summary = "16×16 i32 tile += 16×k i8 · k×16 i8, one plane",
     check = crate::checks::mma_i8,
-    lowerings(cuda => "wmma::mma_sync", hip => "rocwmma::mma_sync"),
+    lowerings(cuda => "wmma::mma_sync" sass "IMMA", hip => "rocwmma::mma_sync"),
 )]
 pub mod tile_i8 {
     use crate::mma::Layout;
@@ -111,7 +111,7 @@ pub mod tile_i8 {
     semantics = device_defined("the order and internal precision of tensor-core float accumulation"),
     summary = "16×16 f32 tile += 16×k f16 · k×16 f16, one plane (bit-exact on sm_90's measured model, a tolerance elsewhere)",
     check = crate::checks::mma_f16,
-    lowerings(cuda => "wmma::mma_sync"),
+    lowerings(cuda => "wmma::mma_sync" sass "HMMA"),
 )]
 pub mod tile_f16 {
     use crate::mma::Layout;

@@ -31,7 +31,7 @@ pub const WARP: u32 = 32;
     semantics = defined,
     summary = "16×8 s32 tile = 16×32 s8 · 32×8 s8 + c, on per-lane register fragments, one warp (sm_80+)",
     check = crate::checks::mma_sync_m16n8k32,
-    lowerings(cuda => "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+    lowerings(cuda => "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" sass "IMMA.16832.S8.S8"),
 )]
 pub mod m16n8k32_s8 {
     use crate::mma_sync::WARP;

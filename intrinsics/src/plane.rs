@@ -24,7 +24,7 @@ pub fn lane(#[comptime] target: Target) -> u32 {
     summary = "sum over the plane in butterfly order (xor 1, 2, 4, …), every lane receives it; f32 or wrapping i32",
     check = [crate::checks::plane_sum_f32_w8, crate::checks::plane_sum_f32_w32, crate::checks::plane_sum_f32_w64, crate::checks::plane_sum_i32_w32],
     lowerings(
-        cuda => "__shfl_xor_sync",
+        cuda => "__shfl_xor_sync" sass "SHFL.BFLY",
         hip => "__shfl_xor",
         vulkan => "OpGroupNonUniformFAdd",
         vulkan => "OpGroupNonUniformIAdd",
@@ -53,7 +53,7 @@ pub mod sum {
     semantics = float_device_defined("a float subgroup maximum's handling of NaNs, subnormals and signed zeros"),
     summary = "maximum over the plane, every lane receives it",
     check = [crate::checks::plane_max_f32_w8, crate::checks::plane_max_f32_w32],
-    lowerings(cuda => "__shfl_xor_sync", vulkan => "OpGroupNonUniformFMax"),
+    lowerings(cuda => "__shfl_xor_sync" sass "SHFL.BFLY", vulkan => "OpGroupNonUniformFMax"),
 )]
 pub mod max {
     use cubecl::prelude::*;
@@ -80,7 +80,7 @@ pub mod max {
     summary = "maximum over each aligned group of lanes (8 in the check), every lane of the group receives it",
     check = crate::checks::group_max_f32_g8,
     lowerings(
-        cuda => "__shfl_xor_sync",
+        cuda => "__shfl_xor_sync" sass "SHFL.BFLY",
         hip => "__shfl_xor",
         vulkan => "OpGroupNonUniformShuffleXor",
         metal => "simd_shuffle_xor",
@@ -120,7 +120,7 @@ pub mod group_max {
         crate::checks::partial_shuffle_xor_w32,
     ],
     lowerings(
-        cuda => "__shfl_xor_sync",
+        cuda => "__shfl_xor_sync" sass "SHFL.BFLY",
         vulkan => "OpGroupNonUniformShuffleXor",
         metal => "simd_shuffle_xor",
         webgpu => "subgroupShuffleXor",
@@ -147,7 +147,7 @@ pub mod shuffle_xor {
     semantics = defined,
     summary = "the value of a given lane",
     check = [crate::checks::broadcast_w8, crate::checks::broadcast_w32],
-    lowerings(cuda => "__shfl_sync", vulkan => "OpGroupNonUniformBroadcast"),
+    lowerings(cuda => "__shfl_sync" sass "SHFL.IDX", vulkan => "OpGroupNonUniformBroadcast"),
 )]
 pub mod broadcast {
     use cubecl::prelude::*;

@@ -71,13 +71,15 @@ impl SemanticsArg {
     }
 }
 
-/// `vulkan if dp4a => "OpSDot"`.
+/// `vulkan if dp4a => "OpSDot"`, or `cuda if dp4a => "__dp4a(" sass "IDP.4A"`.
 struct Row {
     /// The keyword as written, for spans and function names.
     backend: Ident,
     which: Backend,
     guard: Vec<Atom>,
     instruction: LitStr,
+    /// The machine instruction (an opcode prefix of NVIDIA's SASS) the instruction must become.
+    sass: Option<LitStr>,
 }
 
 impl Parse for Row {
@@ -96,7 +98,20 @@ impl Parse for Row {
             Vec::new()
         };
         input.parse::<Token![=>]>()?;
-        Ok(Row { backend, which: found, guard, instruction: input.parse()? })
+        let instruction = input.parse()?;
+        let sass = if input.peek(Ident) && input.fork().parse::<Ident>()? == "sass" {
+            let keyword: Ident = input.parse()?;
+            if found != Backend::Cuda {
+                return Err(syn::Error::new(
+                    keyword.span(),
+                    "`sass` names NVIDIA machine code: only a `cuda` row can have it",
+                ));
+            }
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        Ok(Row { backend, which: found, guard, instruction, sass })
     }
 }
 
@@ -271,11 +286,16 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         let variant = Ident::new(r.which.variant(), Span::call_site());
         let atoms = r.guard.iter().map(crate::expand::atom);
         let instruction = &r.instruction;
+        let sass = match &r.sass {
+            Some(s) => quote!(::core::option::Option::Some(#s)),
+            None => quote!(::core::option::Option::None),
+        };
         quote! {
             #rt::intrinsic::Lowering {
                 backend: #rt::Backend::#variant,
                 requires: #rt::Guard(&[#(#atoms),*]),
                 instruction: #instruction,
+                sass: #sass,
             }
         }
     });

@@ -120,20 +120,25 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
     let conformance_run = crate::conformance::conform(entry, device, cpu, &options.proof)?;
 
     let native_target = Target::forced(profile, device).only(entry.site.id);
-    let instructions = match (
+    let sources = match (
         lowering::device_source(lifted, native_target, device),
         lowering::device_source(lifted, Target::default_arms(device), device),
     ) {
-        (Ok(arm), Ok(default)) => crate::intrinsic::instructions(profile.backend)
+        (Ok(arm), Ok(default)) => Some((arm, default)),
+        (Err(e), _) | (_, Err(e)) => {
+            notes.push(format!("device code: {e}"));
+            None
+        }
+    };
+    let instructions: Vec<String> = match &sources {
+        Some((arm, default)) => crate::intrinsic::instructions(profile.backend)
             .into_iter()
             .filter(|i| arm.contains(i) && !default.contains(i))
             .map(str::to_string)
             .collect(),
-        (Err(e), _) | (_, Err(e)) => {
-            notes.push(format!("device code: {e}"));
-            Vec::new()
-        }
+        None => Vec::new(),
     };
+    let machine_code = sources.as_ref().map(|(arm, default)| machine_evidence(&profile, &instructions, arm, default));
     let native = native_target.is_native() && !matches!(conformance_run.verdict, Verdict::Error { .. });
 
     let exact = bit_exact(&proof_run, &conformance_run);
@@ -146,6 +151,13 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
                 profile.backend
             ));
             Decision::Unverified
+        }
+        Ok(()) if machine_code.as_ref().is_some_and(|m| !m.missing.is_empty()) => {
+            notes.push(format!(
+                "the machine code the GPU runs lacks what the table promises for {}: not accelerated here",
+                machine_code.as_ref().map(|m| m.missing.join(", ")).unwrap_or_default()
+            ));
+            Decision::DeclinedMachineCode
         }
         Ok(()) if !options.speed => Decision::Unverified,
         Ok(()) => match time(entry, lifted, profile, device, options) {
@@ -187,6 +199,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
             native,
             instructions,
             report: conformance_run.detail().map(|d| d.lines().take(8).collect::<Vec<_>>().join("\n")),
+            machine_code,
         },
         speed,
         decision,
@@ -194,6 +207,26 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
         date: today(),
         sdk: env!("CARGO_PKG_VERSION").to_string(),
     })
+}
+
+/// What the GPU runs, for the table instructions `instructions` found in the arm's `arm` source
+/// (`default`'s is `default`): on CUDA, both compiled to machine code and the arm's listing
+/// searched for what each instruction must become; elsewhere, why it cannot be inspected.
+fn machine_evidence(profile: &Profile, instructions: &[String], arm: &str, default: &str) -> crate::ledger::MachineCodeEvidence {
+    use crate::ledger::MachineCodeEvidence;
+    if profile.backend != Backend::Cuda {
+        return MachineCodeEvidence {
+            how: format!(
+                "not inspectable on this driver: CubeCL reaches {} through wgpu, which exposes no pipeline executable properties",
+                profile.backend
+            ),
+            ..Default::default()
+        };
+    }
+    match (crate::machine_code::cuda(arm, profile.sm), crate::machine_code::cuda(default, profile.sm)) {
+        (Ok(arm_code), Ok(default_code)) => crate::machine_code::judge(profile.backend, instructions, &arm_code, &default_code),
+        (Err(e), _) | (_, Err(e)) => MachineCodeEvidence { how: format!("not obtained: {e}"), ..Default::default() },
+    }
 }
 
 /// `Ok` when both runs of the bit-exact half hold; otherwise the decision they force.

@@ -12,12 +12,14 @@ use island_vocab::{Backend, Guard, Semantics, Site};
 use std::sync::OnceLock;
 
 /// One native lowering: on `backend`, where the device meets `requires`, the intrinsic emits
-/// `instruction` (a substring of the generated source).
+/// `instruction` (a substring of the generated source), which the GPU must run as `sass` (an
+/// opcode prefix of NVIDIA's machine code, `IDP.4A`; checked by the gate on CUDA devices).
 #[derive(Debug)]
 pub struct Lowering {
     pub backend: Backend,
     pub requires: Guard,
     pub instruction: &'static str,
+    pub sass: Option<&'static str>,
 }
 
 /// A registered intrinsic.
@@ -93,4 +95,19 @@ pub fn duplicates() -> Vec<&'static str> {
         all.windows(2).filter(|w| w[0].name == w[1].name).map(|w| w[0].name).collect();
     dup.dedup();
     dup
+}
+
+/// The machine instructions the table promises for `instruction` on `backend`: one of them
+/// must be in the code the GPU runs (rows that share an instruction, like the f16 and i8 tiles'
+/// `wmma::mma_sync`, give alternatives).
+pub fn sass_of(backend: Backend, instruction: &str) -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = intrinsics()
+        .iter()
+        .flat_map(|i| i.lowerings.iter())
+        .filter(|l| l.backend == backend && l.instruction == instruction)
+        .filter_map(|l| l.sass)
+        .collect();
+    all.sort();
+    all.dedup();
+    all
 }

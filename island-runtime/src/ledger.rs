@@ -105,6 +105,27 @@ pub struct ConformanceEvidence {
     /// The first lines of the mismatch report (first differing index, both values), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<String>,
+    /// What the GPU runs: the machine instructions the table promises for those instructions,
+    /// found or missing, or why the code could not be inspected (`crate::machine_code`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_code: Option<MachineCodeEvidence>,
+}
+
+/// The machine-code half of the conformance evidence.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineCodeEvidence {
+    /// How the listing was obtained, or why there is none.
+    pub how: String,
+    /// Each table instruction of the arm with the machine instructions it must become
+    /// (`__dp4a( → IDP.4A`); one of them must be in the listing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<String>,
+    /// Those of `expected` whose machine instructions the listing lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// The opcodes of the arm's listing that `default`'s lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arm_only: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,6 +163,9 @@ pub enum Decision {
     /// Within its declared tolerance, but not bit-exact on this device (no measured model of
     /// its arithmetic): `default` runs.
     DeclinedTolerance,
+    /// Bit-exact, but the machine code the GPU runs lacks the instruction the table promises
+    /// (the compiler folded or replaced it): not accelerated here, `default` runs.
+    DeclinedMachineCode,
     /// The gate could not run one of its halves (compilation, launch): nothing is concluded.
     Unverified,
 }
@@ -159,6 +183,7 @@ impl Decision {
             Decision::DeclinedDivergence => "declined (divergence)",
             Decision::Failed => "failed",
             Decision::DeclinedTolerance => "declined (tolerance only)",
+            Decision::DeclinedMachineCode => "declined (machine code)",
             Decision::Unverified => "unverified",
         }
     }
@@ -328,7 +353,7 @@ mod tests {
             device: device(),
             code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d"), emulation: code_hash("e") },
             proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64, contract: "bit-exact".into() },
-            conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
+            conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None, machine_code: None },
             speed: Some(SpeedEvidence {
                 arm_us: 2.0,
                 default_us: 1.0,

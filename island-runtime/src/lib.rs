@@ -34,6 +34,7 @@ pub mod launch;
 pub mod ledger;
 pub mod lifted;
 pub mod lowering;
+pub mod machine_code;
 pub mod policy;
 pub mod proof;
 pub mod readback;

@@ -226,7 +226,7 @@ mod tests {
             device: device(driver),
             code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d"), emulation: code_hash("e") },
             proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64, contract: "bit-exact".into() },
-            conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec!["__dp4a(".into()], report: None },
+            conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec!["__dp4a(".into()], report: None, machine_code: None },
             speed: Some(SpeedEvidence { arm_us: 2.0, default_us: 1.0, speedup: 0.5, threshold: 0.97, lanes: 1, dispatches: 1, rounds: 1, ratios: vec![0.5] }),
             decision,
             note: None,
@@ -285,7 +285,7 @@ mod tests {
         assert_eq!(view(Policy::Trust, vec![timing_only.clone()], device_defined()).veto("k#0", "cuda"), None);
         assert!(view(Policy::Strict, vec![timing_only.clone()], device_defined()).veto("k#0", "cuda").is_some());
         let errored = Record {
-            conformance: ConformanceEvidence { verdict: "ERROR".into(), native: false, instructions: vec![], report: None },
+            conformance: ConformanceEvidence { verdict: "ERROR".into(), native: false, instructions: vec![], report: None, machine_code: None },
             ..timing_only.clone()
         };
         let why = view(Policy::Trust, vec![errored], ArmFacts::default()).veto("k#0", "cuda").unwrap();

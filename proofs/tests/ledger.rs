@@ -22,6 +22,10 @@ pub fn trials() -> Vec<Trial> {
             launches_default(Decision::DeclinedSlow, Policy::Trust, true)
         }),
         Trial::test("ledger::a_failed_record_runs_default", || launches_default(Decision::Failed, Policy::Trust, true)),
+        Trial::test("ledger::a_declined_machine_code_record_runs_default", || {
+            launches_default(Decision::DeclinedMachineCode, Policy::Trust, true)
+        }),
+        Trial::test("machine_code::a_promised_instruction_missing_from_the_listing_is_named", machine_code_judged),
         Trial::test("ledger::the_strict_policy_runs_default_without_a_passing_record", || {
             launches_default(Decision::Unverified, Policy::Strict, true)
         }),
@@ -74,7 +78,7 @@ fn record(entry: &ArmEntry, decision: Decision) -> Record {
         device: h200(),
         code: CodeHashes { codegen: "CUDA C++".into(), arm: "-".into(), default: "-".into(), emulation: "-".into() },
         proof: ProofEvidence { verdict: "proven".into(), seed: "0x0".into(), depth: 1, inputs: 0, contract: "bit-exact".into() },
-        conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None },
+        conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None, machine_code: None },
         speed: None,
         decision,
         note: None,
@@ -369,4 +373,26 @@ fn design_table_is_the_registry() -> Result<(), Failed> {
         problems.push(format!("only {} built-in intrinsics are registered", builtin.len()));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
+}
+
+/// The table promises `IDP.4A` for `__dp4a(`: a listing without it (the compiler folded the call)
+/// is missing it whatever the source said, one with it is not, and the arm's own opcodes are
+/// those `default`'s listing lacks.
+fn machine_code_judged() -> Result<(), Failed> {
+    use island_runtime::machine_code::{MachineCode, judge};
+    let listing = |ops: &[&str]| MachineCode { how: "test".into(), opcodes: ops.iter().map(|s| s.to_string()).collect() };
+    let default = listing(&["IMAD", "PRMT", "EXIT"]);
+    let instructions = ["__dp4a(".to_string()];
+    if island_runtime::intrinsic::sass_of(Backend::Cuda, "__dp4a(") != ["IDP.4A"] {
+        return Err("the table no longer promises IDP.4A for `__dp4a(`".into());
+    }
+    let folded = judge(Backend::Cuda, &instructions, &listing(&["IMAD", "PRMT", "EXIT"]), &default);
+    if folded.missing != ["__dp4a( → IDP.4A"] {
+        return Err(format!("a listing without IDP.4A: {folded:?}").into());
+    }
+    let native = judge(Backend::Cuda, &instructions, &listing(&["IDP.4A.S8.S8", "EXIT"]), &default);
+    if !native.missing.is_empty() || native.arm_only != ["IDP.4A.S8.S8"] {
+        return Err(format!("a listing with IDP.4A.S8.S8: {native:?}").into());
+    }
+    Ok(())
 }

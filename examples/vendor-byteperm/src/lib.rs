@@ -15,7 +15,7 @@ islands::ledger!();
     semantics = defined,
     summary = "four bytes picked out of eight by selector nibbles, with sign replication (PTX prmt.b32)",
     check = crate::checks::byte_perm,
-    lowerings(cuda => "prmt.b32"),
+    lowerings(cuda => "prmt.b32" sass "PRMT"),
 )]
 pub mod byte_perm {
     use islands::prelude::*;
