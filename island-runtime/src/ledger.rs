@@ -123,6 +123,9 @@ pub struct MachineCodeEvidence {
     /// Those of `expected` whose machine instructions the listing lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The opcodes of the listing that satisfy `expected` (`IDP.4A.S8.S8` for `IDP.4A`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen: Vec<String>,
     /// The opcodes of the arm's listing that `default`'s lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arm_only: Vec<String>,

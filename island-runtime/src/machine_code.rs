@@ -27,7 +27,12 @@ pub struct MachineCode {
 impl MachineCode {
     /// Whether an opcode starts with `prefix` (`IDP.4A` matches `IDP.4A.S8.S8`).
     pub fn has(&self, prefix: &str) -> bool {
-        self.opcodes.iter().any(|o| o == prefix || o.starts_with(&format!("{prefix}.")))
+        self.opcodes.iter().any(|o| MachineCode::matches(o, prefix))
+    }
+
+    /// Whether `opcode` is `prefix` or `prefix` with modifiers.
+    pub fn matches(opcode: &str, prefix: &str) -> bool {
+        opcode == prefix || opcode.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.'))
     }
 }
 
@@ -46,8 +51,14 @@ pub fn judge(backend: Backend, instructions: &[String], arm: &MachineCode, defau
             continue;
         }
         let row = format!("{instruction} → {}", promised.join(" or "));
-        if !promised.iter().any(|p| arm.has(p)) {
+        let seen: Vec<&String> = arm.opcodes.iter().filter(|o| promised.iter().any(|p| MachineCode::matches(o, p))).collect();
+        if seen.is_empty() {
             evidence.missing.push(row.clone());
+        }
+        for o in seen {
+            if !evidence.seen.contains(o) {
+                evidence.seen.push(o.clone());
+            }
         }
         evidence.expected.push(row);
     }
