@@ -95,7 +95,7 @@ pub const KNOWN: &[Divergence] = &[
                 lane's value to its partner's, and a sum of two subnormals is 0.0 there; the shuffle itself moves \
                 the bits exactly (`shuffle_xor_w32` is proven); the same values as its `default`",
         measured: "H200, driver 580.159.04, islands conform --runtime vulkan at depth 16, seed 0xa52d2559fa52, 2026-12-02 \
-                   (docs/results/h200/2026-12-02-machine-code/conform-vulkan.txt)",
+                   (docs/results/h200/2026-12-02-machine-code/conform-vulkan-partial-shuffle-found.txt)",
     },
     Divergence {
         backend: Backend::Vulkan,
@@ -176,7 +176,7 @@ pub const DEFAULTS: &[Divergence] = &[
                    2026-12-02 (docs/results/h200/2026-12-02-llm/conform-fma-vulkan.txt); the 8-lane checks, and \
                    the groups, at depth 16 on 2026-12-02 (docs/results/h200/2026-12-02-trust/); the partial-plane \
                    shuffles (a lane plus its partner) at depth 16 on 2026-12-02 \
-                   (docs/results/h200/2026-12-02-machine-code/conform-vulkan.txt)",
+                   (docs/results/h200/2026-12-02-machine-code/conform-vulkan-partial-shuffle-found.txt)",
     },
     Divergence {
         backend: Backend::Vulkan,
