@@ -1,8 +1,8 @@
 //! Fixtures of don't-care lanes (`dont_care = …` in a proof signature): a shuffle over a partial
 //! 8-lane plane whose lanes at and past `n[0] % 9` hold no data. An arm that differs from
 //! `default` only where the result is undefined is proven, the same pair without the declaration
-//! is caught, and a pair that reads a missing lane into a defined one is caught by the taint run
-//! even though arm and `default` agree everywhere.
+//! is caught, an arm wrong in the defined lanes is caught, and a pair that reads a missing lane
+//! into a defined one is caught by the taint run even though arm and `default` agree everywhere.
 
 use cubecl::prelude::*;
 use island_intrinsics::{plane, portable};
@@ -36,6 +36,19 @@ pub fn differs_where_undefined_undeclared(v: f32, n: &[u32], #[comptime] target:
         proof(v: f32, n: &[u32; 1]) -> f32, cube_dim = 16;
         vulkan if plane == 8 => v + plane::shuffle_xor::call::<f32>(v, 1u32, target),
         default => pair_sum_or_sentinel(v, n),
+    }
+}
+
+/// Declared don't-care lanes hide only themselves: an arm that adds one in every lane, defined
+/// ones included, is caught.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn wrong_where_defined(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32, n: &[u32; 1]) -> f32, cube_dim = 16,
+            dont_care = UNIT_POS % 8 >= n[0] % 9 || (UNIT_POS % 8) ^ 1 >= n[0] % 9;
+        vulkan if plane == 8 => v + plane::shuffle_xor::call::<f32>(v, 1u32, target) + 1.0f32,
+        default => v + portable::group_read::<f32>(v, (UNIT_POS % 8) ^ 1, 8u32),
     }
 }
 
