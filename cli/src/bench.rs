@@ -28,7 +28,10 @@ pub struct Options {
 pub fn run(client: &Client, options: &Options) -> Result<bool, String> {
     let cpu = RuntimeName::Cpu.client()?;
     println!("bench on `{}`: {}", client.name(), Target::for_client(client));
-    println!("kernel-only: buffers created once, {} dispatches per round, one sync per round, median of {} rounds", options.iters, options.rounds);
+    println!(
+        "kernel-only: buffers created once, {} dispatches per round, one sync per round, median of {} rounds",
+        options.iters, options.rounds
+    );
     let wants = |name: &str| options.only.as_deref().is_none_or(|o| o == name);
     let mut ok = true;
     let (matvecs, rms_size, gemm_size) = if options.small {
@@ -69,8 +72,6 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-
-
 fn check(what: &str, got: &[u32], want: &[u32]) -> bool {
     match first_difference(got, want) {
         None => {
@@ -78,7 +79,11 @@ fn check(what: &str, got: &[u32], want: &[u32]) -> bool {
             true
         }
         Some(i) => {
-            println!("    {what}: DIFFERENT at {i}: {:#010x} vs {:#010x}", got.get(i).unwrap_or(&0), want.get(i).unwrap_or(&0));
+            println!(
+                "    {what}: DIFFERENT at {i}: {:#010x} vs {:#010x}",
+                got.get(i).unwrap_or(&0),
+                want.get(i).unwrap_or(&0)
+            );
             false
         }
     }
@@ -132,7 +137,10 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     let times = side_by_side(client, o.rounds, o.iters, &mut variants)?;
     let weight_bytes = m * k + m * k / 32 * 2;
     let read_bytes = weight_bytes + k * 4;
-    println!("\nQ8_0 matvec m={m} n=1 k={k}, f32 activations quantized in the timed work ({:.1} MB of weights)", weight_bytes as f64 / 1e6);
+    println!(
+        "\nQ8_0 matvec m={m} n=1 k={k}, f32 activations quantized in the timed work ({:.1} MB of weights)",
+        weight_bytes as f64 / 1e6
+    );
     for (name, t) in names.iter().zip(&times) {
         println!(
             "    {name:<28} {:>8.2} µs   {:>6.0} GB/s effective",
@@ -144,7 +152,10 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     println!("    island / direct time ratio, quantizer alone: {:.4}", times[3].as_secs_f64() / times[4].as_secs_f64());
     println!("    island / direct time ratio, matvec alone: {:.4}", times[5].as_secs_f64() / times[6].as_secs_f64());
     if times.len() > 8 {
-        println!("    island / direct time ratio, graph replay: {:.4}", times[7].as_secs_f64() / times[8].as_secs_f64());
+        println!(
+            "    island / direct time ratio, graph replay: {:.4}",
+            times[7].as_secs_f64() / times[8].as_secs_f64()
+        );
         if (m, k) == (4096, 14336) && client.name() == "cuda" {
             let ggml = crate::peers::GGML_MMVQ_4096X14336_US;
             println!(
@@ -163,11 +174,16 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     let reference = q8_matvec::reference(&weights, &x);
     let cpu_rows = 8.min(m);
     // The first rows alone, laid out for a matrix of that many rows.
-    let sub = q8_matvec::Q8Weights::from_gguf(cpu_rows, k, &gguf[..cpu_rows * k / 32 * q8_matvec::GGUF_BLOCK_BYTES]).map_err(|e| e.to_string())?;
+    let sub = q8_matvec::Q8Weights::from_gguf(cpu_rows, k, &gguf[..cpu_rows * k / 32 * q8_matvec::GGUF_BLOCK_BYTES])
+        .map_err(|e| e.to_string())?;
     let cpu_p = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
     cpu_p.launch(cpu, None).map_err(|e| e.to_string())?;
     let y_cpu = cpu_p.output(cpu)?;
-    let mut ok = check(&format!("island vs CPU runtime `default` (first {cpu_rows} rows)"), &bits(&y_island[..cpu_rows]), &bits(&y_cpu));
+    let mut ok = check(
+        &format!("island vs CPU runtime `default` (first {cpu_rows} rows)"),
+        &bits(&y_island[..cpu_rows]),
+        &bits(&y_cpu),
+    );
     ok &= check("island vs plain-Rust mirror of `default` (all rows)", &bits(&y_island), &bits(&reference));
     ok &= check("device `default` vs island", &bits(&y_default), &bits(&y_island));
     ok &= check("direct vs island", &bits(&y_direct), &bits(&y_island));
@@ -175,7 +191,10 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
 }
 
 /// Records what `dispatch` launches as a graph.
-fn record(client: &Client, mut dispatch: impl FnMut()) -> Result<island_runtime::__private::cubecl::client::Graph, String> {
+fn record(
+    client: &Client,
+    mut dispatch: impl FnMut(),
+) -> Result<island_runtime::__private::cubecl::client::Graph, String> {
     client.graph_prepare().map_err(|e| e.to_string())?;
     dispatch();
     client.start_capture().map_err(|e| e.to_string())?;
@@ -191,7 +210,14 @@ fn replay(graph: &Result<island_runtime::__private::cubecl::client::Graph, Strin
     }
 }
 
-fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options, peers: Option<&crate::peers::Peers>) -> Result<bool, String> {
+fn rms(
+    client: &Client,
+    cpu: &Client,
+    rows: usize,
+    cols: usize,
+    o: &Options,
+    peers: Option<&crate::peers::Peers>,
+) -> Result<bool, String> {
     let eps = 1e-6f32;
     let mut rng = Rng::new(0x4242);
     let x = floats(rows * cols, &mut rng);
@@ -208,14 +234,40 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options, pee
     let times = side_by_side(client, o.rounds, o.iters, &mut [("rmsnorm", &mut island), ("copy", &mut copy)])?;
     let bytes = (2 * rows * cols + cols) * 4;
     println!("\nRMSNorm {rows}×{cols} f32 (reads x and w, writes y: {:.1} MB)", bytes as f64 / 1e6);
-    println!("    island, native arms   {:>8.2} µs   {:>6.0} GB/s", us(times[0]), bytes as f64 / times[0].as_secs_f64() / 1e9);
-    println!("    device copy (y = x)   {:>8.2} µs   {:>6.0} GB/s", us(times[1]), (2 * rows * cols * 4) as f64 / times[1].as_secs_f64() / 1e9);
-    println!("    RMSNorm bandwidth / copy bandwidth: {:.3}", (bytes as f64 / times[0].as_secs_f64()) / ((2 * rows * cols * 4) as f64 / times[1].as_secs_f64()));
+    println!(
+        "    island, native arms   {:>8.2} µs   {:>6.0} GB/s",
+        us(times[0]),
+        bytes as f64 / times[0].as_secs_f64() / 1e9
+    );
+    println!(
+        "    device copy (y = x)   {:>8.2} µs   {:>6.0} GB/s",
+        us(times[1]),
+        (2 * rows * cols * 4) as f64 / times[1].as_secs_f64() / 1e9
+    );
+    println!(
+        "    RMSNorm bandwidth / copy bandwidth: {:.3}",
+        (bytes as f64 / times[0].as_secs_f64()) / ((2 * rows * cols * 4) as f64 / times[1].as_secs_f64())
+    );
     if let Some(p) = peers {
         let gbs = |t_us: f64| bytes as f64 / t_us / 1e3;
-        println!("    torch {} F.rms_norm, eager   {:>8.2} µs   {:>6.0} GB/s", p.torch, p.rms_norm_eager, gbs(p.rms_norm_eager));
-        println!("    torch {} F.rms_norm, graph   {:>8.2} µs   {:>6.0} GB/s", p.torch, p.rms_norm_graph, gbs(p.rms_norm_graph));
-        println!("    torch {} copy (y = x)        {:>8.2} µs   {:>6.0} GB/s", p.torch, p.copy, (2 * rows * cols * 4) as f64 / p.copy / 1e3);
+        println!(
+            "    torch {} F.rms_norm, eager   {:>8.2} µs   {:>6.0} GB/s",
+            p.torch,
+            p.rms_norm_eager,
+            gbs(p.rms_norm_eager)
+        );
+        println!(
+            "    torch {} F.rms_norm, graph   {:>8.2} µs   {:>6.0} GB/s",
+            p.torch,
+            p.rms_norm_graph,
+            gbs(p.rms_norm_graph)
+        );
+        println!(
+            "    torch {} copy (y = x)        {:>8.2} µs   {:>6.0} GB/s",
+            p.torch,
+            p.copy,
+            (2 * rows * cols * 4) as f64 / p.copy / 1e3
+        );
         let best = p.rms_norm_eager.min(p.rms_norm_graph);
         println!("    island speed / torch rms_norm (faster of eager, graph): {:.3}", best / us(times[0]));
     }
@@ -226,14 +278,21 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, o: &Options, pee
     let cw = cpu.create_from_slice(f32::as_bytes(&w));
     let cy = cpu.empty(cpu_rows * cols * 4);
     // SAFETY: as above, for the first rows.
-    unsafe { rmsnorm::launch(cpu, &cx, &cw, &cy, (cpu_rows, cols), eps, Target::for_client(cpu)) }.map_err(|e| e.to_string())?;
+    unsafe { rmsnorm::launch(cpu, &cx, &cw, &cy, (cpu_rows, cols), eps, Target::for_client(cpu)) }
+        .map_err(|e| e.to_string())?;
     let y_cpu = f32::from_bytes(&island_runtime::readback::read(cpu, cy)?).to_vec();
     let mut ok = check("island vs CPU runtime `default` (first rows)", &bits(&y[..cpu_rows * cols]), &bits(&y_cpu));
     ok &= check("island vs plain-Rust mirror of `default` (all rows)", &bits(&y), &bits(&reference));
     Ok(ok)
 }
 
-fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options, peers: Option<&crate::peers::Peers>) -> Result<bool, String> {
+fn gemm(
+    client: &Client,
+    cpu: &Client,
+    size: usize,
+    o: &Options,
+    peers: Option<&crate::peers::Peers>,
+) -> Result<bool, String> {
     let (m, k, n) = (size, size, size);
     gemm_i8_mma::check(m, k, n).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(0x6e33);
@@ -255,11 +314,29 @@ fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options, peers: Option<&
     let flops = 2.0 * (m * n * k) as f64;
     let tops = |t_us: f64| flops / t_us / 1e6;
     println!("\nint8 GEMM {m}×{k}×{n} (i32 out)");
-    println!("    island, cmma 16×16×16 tiles, B row-major       {:>10.1} µs   {:>6.1} TOP/s", us(times[0]), tops(us(times[0])));
-    println!("    island, mma.sync pipeline, B column-major      {:>10.1} µs   {:>6.1} TOP/s", us(times[1]), tops(us(times[1])));
+    println!(
+        "    island, cmma 16×16×16 tiles, B row-major       {:>10.1} µs   {:>6.1} TOP/s",
+        us(times[0]),
+        tops(us(times[0]))
+    );
+    println!(
+        "    island, mma.sync pipeline, B column-major      {:>10.1} µs   {:>6.1} TOP/s",
+        us(times[1]),
+        tops(us(times[1]))
+    );
     if let Some(p) = peers {
-        println!("    torch {} _int_mm, B row-major           {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_row_major, tops(p.int_mm_b_row_major));
-        println!("    torch {} _int_mm, B column-major        {:>10.1} µs   {:>6.1} TOP/s", p.torch, p.int_mm_b_col_major, tops(p.int_mm_b_col_major));
+        println!(
+            "    torch {} _int_mm, B row-major           {:>10.1} µs   {:>6.1} TOP/s",
+            p.torch,
+            p.int_mm_b_row_major,
+            tops(p.int_mm_b_row_major)
+        );
+        println!(
+            "    torch {} _int_mm, B column-major        {:>10.1} µs   {:>6.1} TOP/s",
+            p.torch,
+            p.int_mm_b_col_major,
+            tops(p.int_mm_b_col_major)
+        );
         let best = p.int_mm_b_row_major.min(p.int_mm_b_col_major);
         println!("    island mma.sync speed / torch _int_mm (faster layout): {:.3}", best / us(times[1]));
         println!("    island cmma speed / torch _int_mm (faster layout):     {:.3}", best / us(times[0]));
@@ -286,6 +363,10 @@ fn gemm(client: &Client, cpu: &Client, size: usize, o: &Options, peers: Option<&
     // SAFETY: the first block of rows of `a` and of `bᵀ`, a block×block output.
     unsafe { gemm_i8_mma::launch(cpu, (&ca, &cb, &cc), (block, k, block), Target::for_client(cpu)) };
     let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
-    ok &= check("mma.sync island vs CPU runtime `default` (top-left block)", &as_u32(&gemm_i8_mma::top_left(&got, n)), &as_u32(&cpu_block));
+    ok &= check(
+        "mma.sync island vs CPU runtime `default` (top-left block)",
+        &as_u32(&gemm_i8_mma::top_left(&got, n)),
+        &as_u32(&cpu_block),
+    );
     Ok(ok)
 }

@@ -30,10 +30,11 @@ pub fn run(name: &str, client: &Client, rows: usize, cols: usize, cpu_rows: usiz
         "gemm-i8" => gemm(client, &cpu, rows, cols, cpu_rows.min(rows)),
         "gemm-i8-mma" => gemm_mma(client, &cpu, rows, cols),
         "gemm-f16" => gemm_half(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        other => Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma or gemm-f16")),
+        other => {
+            Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma or gemm-f16"))
+        }
     }
 }
-
 
 /// Prints one comparison; returns whether the bits agree.
 fn same<T: Copy>(what: &str, got: &[T], want: &[T], bits: impl Fn(T) -> u64) -> bool {
@@ -50,11 +51,7 @@ fn same<T: Copy>(what: &str, got: &[T], want: &[T], bits: impl Fn(T) -> u64) -> 
         }
         Some(i) => {
             let count = (0..n).filter(|&i| bits(got[i]) != bits(want[i])).count();
-            println!(
-                "  {what}: DIFFERENT at index {i} ({count} of {n}): {:#x} vs {:#x}",
-                bits(got[i]),
-                bits(want[i])
-            );
+            println!("  {what}: DIFFERENT at index {i} ({count} of {n}): {:#x} vs {:#x}", bits(got[i]), bits(want[i]));
             false
         }
     }
@@ -87,7 +84,9 @@ fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) 
 
     let reference = q8_matvec::reference(&weights, &x);
     // The first rows alone, laid out for a matrix of that many rows.
-    let sub = q8_matvec::Q8Weights::from_gguf(cpu_rows, cols, &gguf[..cpu_rows * cols / 32 * q8_matvec::GGUF_BLOCK_BYTES]).map_err(|e| e.to_string())?;
+    let sub =
+        q8_matvec::Q8Weights::from_gguf(cpu_rows, cols, &gguf[..cpu_rows * cols / 32 * q8_matvec::GGUF_BLOCK_BYTES])
+            .map_err(|e| e.to_string())?;
     let cpu_problem = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
     cpu_problem.launch(cpu, None).map_err(|e| e.to_string())?;
     let cpu_default = cpu_problem.output(cpu)?;
@@ -186,7 +185,12 @@ fn gemm_mma(client: &Client, cpu: &Client, m: usize, k: usize) -> Result<bool, S
     let cpu_default = run(cpu, block, block, Target::for_client(cpu))?;
     let reference = gemm_i8_mma::reference(m, k, n, &a, &bt);
     let bits = |v: i32| v as u32 as u64;
-    let mut ok = same("native arms vs CPU runtime `default` (top-left block)", &gemm_i8_mma::top_left(&native, n), &cpu_default, bits);
+    let mut ok = same(
+        "native arms vs CPU runtime `default` (top-left block)",
+        &gemm_i8_mma::top_left(&native, n),
+        &cpu_default,
+        bits,
+    );
     ok &= same("native arms vs plain-Rust reference (whole output)", &native, &reference, bits);
     ok &= same("device `default` vs native arms", &device_default, &native, bits);
     Ok(ok)
@@ -197,7 +201,7 @@ fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize)
     let n = m.min(256);
     let cpu_m = cpu_rows.next_multiple_of(16).min(m);
     gemm_f16::check(m, k, n).map_err(|e| e.to_string())?;
-    let mut rng = Rng::new(0x6_e_f_16);
+    let mut rng = Rng::new(0x0006_ef16);
     let a: Vec<f16> = floats(m * k, &mut rng).into_iter().map(f16::from_f32).collect();
     let b: Vec<f16> = floats(k * n, &mut rng).into_iter().map(f16::from_f32).collect();
     let c0 = floats(m * n, &mut rng);
@@ -214,7 +218,8 @@ fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize)
     let device_default = run(client, m, Target::default_arms(client))?;
     let cpu_default = run(cpu, cpu_m, Target::for_client(cpu))?;
     let reference = gemm_f16::reference(m, k, n, &a, &b, &c0);
-    let mut ok = same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_m * n], &cpu_default, f32_bits);
+    let mut ok =
+        same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_m * n], &cpu_default, f32_bits);
     ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, f32_bits);
     ok &= same("device `default` vs native arms", &device_default, &native, f32_bits);
     Ok(ok)

@@ -28,7 +28,11 @@ pub struct Options {
     pub filter: Option<String>,
 }
 
-pub fn run(device: &island_runtime::__private::cubecl::prelude::Client, cpu: &island_runtime::__private::cubecl::prelude::Client, options: &Options) -> Result<ExitCode, String> {
+pub fn run(
+    device: &island_runtime::__private::cubecl::prelude::Client,
+    cpu: &island_runtime::__private::cubecl::prelude::Client,
+    options: &Options,
+) -> Result<ExitCode, String> {
     let fingerprint = island_runtime::Fingerprint::of_client(device)
         .ok_or_else(|| format!("`{}` is not a device islands has arms for", device.name()))?;
     eprintln!("device: {fingerprint}");

@@ -228,9 +228,19 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let gate = island_runtime::gate::GateOptions { proof, threshold, lanes, dispatches, rounds, speed: !bit_exact_only };
+            let gate = island_runtime::gate::GateOptions {
+                proof,
+                threshold,
+                lanes,
+                dispatches,
+                rounds,
+                speed: !bit_exact_only,
+            };
             let options = gate::Options { gate, write_dir: write, filter };
-            match client_of(&runtime).and_then(|d| client_of("cpu").map(|c| (d, c))).and_then(|(d, c)| gate::run(&d, &c, &options)) {
+            match client_of(&runtime)
+                .and_then(|d| client_of("cpu").map(|c| (d, c)))
+                .and_then(|(d, c)| gate::run(&d, &c, &options))
+            {
                 Ok(code) => code,
                 Err(e) => {
                     eprintln!("{e}");
@@ -291,7 +301,10 @@ fn main() -> ExitCode {
         }
         Command::TensorCore { runtime, tiles, first, emulated, sample, sample_tiles } => {
             let options = tensor_core::Options { tiles, first, emulated, sample, sample_tiles };
-            match client_of(&runtime).and_then(|d| client_of("cpu").map(|c| (d, c))).and_then(|(d, c)| tensor_core::run(&d, &c, &options)) {
+            match client_of(&runtime)
+                .and_then(|d| client_of("cpu").map(|c| (d, c)))
+                .and_then(|(d, c)| tensor_core::run(&d, &c, &options))
+            {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::FAILURE,
                 Err(e) => {
@@ -361,7 +374,13 @@ fn conform(runtime: &str, json: bool) -> ExitCode {
     // its emulation while the kernel around it computes other bits on this device (its
     // arithmetic, its compiler's contractions): that must fail here too.
     let mut examples_ok = true;
-    for (name, rows, cols, cpu_rows) in [("q8-matvec", 256, 4096, 8), ("rmsnorm", 256, 4096, 4), ("gemm-i8", 256, 256, 16), ("gemm-i8-mma", 256, 512, 128), ("gemm-f16", 256, 256, 16)] {
+    for (name, rows, cols, cpu_rows) in [
+        ("q8-matvec", 256, 4096, 8),
+        ("rmsnorm", 256, 4096, 4),
+        ("gemm-i8", 256, 256, 16),
+        ("gemm-i8-mma", 256, 512, 128),
+        ("gemm-f16", 256, 256, 16),
+    ] {
         match example::run(name, &device, rows, cols, cpu_rows) {
             Ok(ok) => examples_ok &= ok,
             Err(e) => {
@@ -383,7 +402,13 @@ fn intrinsics() -> ExitCode {
             if cap.is_empty() {
                 cap = guard.clone();
             }
-            rows.push(vec![i.name.to_string(), l.backend.to_string(), cap, l.instruction.to_string(), i.krate.to_string()]);
+            rows.push(vec![
+                i.name.to_string(),
+                l.backend.to_string(),
+                cap,
+                l.instruction.to_string(),
+                i.krate.to_string(),
+            ]);
         }
     }
     print_table(&["intrinsic", "backend", "capability", "instruction", "crate"], &rows);
@@ -407,7 +432,11 @@ fn show(filter: &str, backend: &str) -> ExitCode {
     };
     for &entry in registry::arms().iter().filter(|e| e.name().contains(filter)) {
         let island_runtime::lifted::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
-        let Some(profile) = island_runtime::Profile::references(backend).into_iter().find(|p| island_runtime::proof::selects(entry, p)) else { continue };
+        let Some(profile) =
+            island_runtime::Profile::references(backend).into_iter().find(|p| island_runtime::proof::selects(entry, p))
+        else {
+            continue;
+        };
         for which in [Which::Arm, Which::Default] {
             println!("// {} — {which:?} — {profile}", entry.name());
             match lowering::source(entry, lifted, &profile, which, &host) {
@@ -444,7 +473,13 @@ fn lower() -> ExitCode {
                     }
                 }
             };
-            rows.push(vec![i.name.to_string(), l.backend.to_string(), codegen.name().to_string(), l.instruction.to_string(), verdict]);
+            rows.push(vec![
+                i.name.to_string(),
+                l.backend.to_string(),
+                codegen.name().to_string(),
+                l.instruction.to_string(),
+                verdict,
+            ]);
         }
     }
     print_table(&["intrinsic", "backend", "generator", "instruction", "lowering"], &rows);
@@ -478,7 +513,9 @@ fn list(json: bool) -> ExitCode {
                 e.label().to_string(),
                 e.spec().guard.to_string(),
                 match e.proof {
-                    island_runtime::lifted::ProofSpec::Lifted(l) => format!("lifted ({} inputs, cube {})", l.params.len(), l.cube_dim),
+                    island_runtime::lifted::ProofSpec::Lifted(l) => {
+                        format!("lifted ({} inputs, cube {})", l.params.len(), l.cube_dim)
+                    }
                     island_runtime::lifted::ProofSpec::Unprovable(_) => "none".into(),
                 },
                 e.location(),
@@ -537,11 +574,8 @@ fn prove(
             }
         }
     }
-    let arms: Vec<_> = registry::arms()
-        .iter()
-        .copied()
-        .filter(|e| filter.is_none_or(|f| e.name().contains(f)))
-        .collect();
+    let arms: Vec<_> =
+        registry::arms().iter().copied().filter(|e| filter.is_none_or(|f| e.name().contains(f))).collect();
     if arms.is_empty() {
         eprintln!("no registered arm matches");
         return ExitCode::from(2);
@@ -603,5 +637,3 @@ fn report(runs: &[ProofRun], json: bool, what: &str, seed: u64, allow_unproven: 
     }
     if failed > 0 || (unproven > 0 && !allow_unproven) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
-
-

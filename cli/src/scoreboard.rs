@@ -8,8 +8,8 @@
 
 use crate::gate::ledgers;
 use island_runtime::gate::code_hashes;
-use island_runtime::lowering::Codegen;
 use island_runtime::ledger::{Decision, Record};
+use island_runtime::lowering::Codegen;
 use island_runtime::{Expect, Fingerprint, registry};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -37,12 +37,16 @@ pub enum Format {
 }
 
 /// Every cell: one per (registered arm, device with at least one record).
-pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
+pub fn cells(
+    host: &island_runtime::__private::cubecl::prelude::Client,
+) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
     let records: Vec<Record> = ledgers()?.into_values().flat_map(|(_, l)| l.records).collect();
     // A record is current only if its code hashes again to what it recorded: a build without
     // the record's code generator cannot tell, and must not guess.
     for r in &records {
-        if let Some(feature) = Codegen::ALL.iter().find(|c| c.name() == r.code.codegen).and_then(|c| c.missing_feature()) {
+        if let Some(feature) =
+            Codegen::ALL.iter().find(|c| c.name() == r.code.codegen).and_then(|c| c.missing_feature())
+        {
             return Err(format!(
                 "the ledgers hold {} records, and this build has no {} generator to check that their code is unchanged: \
                  build with `--features {feature}`",
@@ -58,7 +62,8 @@ pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Resul
         for device in &devices {
             let label = entry.label();
             let record = records.iter().find(|r| r.island == entry.site.id && r.arm == label && r.device == *device);
-            let selected = island_runtime::gate::hash_profile(device).is_some_and(|p| island_runtime::proof::selects(entry, &p));
+            let selected =
+                island_runtime::gate::hash_profile(device).is_some_and(|p| island_runtime::proof::selects(entry, &p));
             let (status, detail) = match record {
                 None if !selected => ("-", "the device does not select this arm".to_string()),
                 None => ("unverified", "no record".to_string()),
@@ -77,17 +82,29 @@ pub fn cells(host: &island_runtime::__private::cubecl::prelude::Client) -> Resul
     Ok((devices, cells))
 }
 
-fn status_of(entry: &'static island_runtime::ArmEntry, r: &Record, all: &[Record], host: &island_runtime::__private::cubecl::prelude::Client) -> (&'static str, String) {
+fn status_of(
+    entry: &'static island_runtime::ArmEntry,
+    r: &Record,
+    all: &[Record],
+    host: &island_runtime::__private::cubecl::prelude::Client,
+) -> (&'static str, String) {
     match code_hashes(entry, &r.device, host) {
         Ok(now) => {
             if let Some((what, then, now)) = r.code.changed(&now) {
-                return ("stale", format!("{what} ({}) changed since {} (hash {then}, now {now})", r.code.codegen, r.date));
+                return (
+                    "stale",
+                    format!("{what} ({}) changed since {} (hash {then}, now {now})", r.code.codegen, r.date),
+                );
             }
         }
         Err(e) => return ("stale", format!("the code cannot be hashed: {e}")),
     }
     if let Some(newer) = all.iter().find(|o| {
-        o.island == r.island && o.arm == r.arm && o.device != r.device && o.device.same_device(&r.device) && o.date > r.date
+        o.island == r.island
+            && o.arm == r.arm
+            && o.device != r.device
+            && o.device.same_device(&r.device)
+            && o.date > r.date
     }) {
         return ("stale", format!("driver {} has a newer record", newer.device.driver));
     }
@@ -128,11 +145,14 @@ pub fn run(host: &island_runtime::__private::cubecl::prelude::Client, format: Fo
         Format::Markdown => markdown(&devices, &cells),
         Format::Html => html(&devices, &cells),
         Format::Text => {
-            let header: Vec<String> = std::iter::once("island arm".to_string()).chain(devices.iter().map(short)).collect();
-            let rows = matrix(&devices, &cells, |c| match (c.status, c.record.as_ref().map(|r| (r.decision, r.speed.as_ref()))) {
-                ("flipped" | "declined", Some((_, Some(s)))) => format!("{} {:.3}×", c.status, s.speedup),
-                ("declined", Some((Decision::DeclinedDivergence, _))) => "declined (divergence)".into(),
-                (s, _) => s.to_string(),
+            let header: Vec<String> =
+                std::iter::once("island arm".to_string()).chain(devices.iter().map(short)).collect();
+            let rows = matrix(&devices, &cells, |c| {
+                match (c.status, c.record.as_ref().map(|r| (r.decision, r.speed.as_ref()))) {
+                    ("flipped" | "declined", Some((_, Some(s)))) => format!("{} {:.3}×", c.status, s.speedup),
+                    ("declined", Some((Decision::DeclinedDivergence, _))) => "declined (divergence)".into(),
+                    (s, _) => s.to_string(),
+                }
             });
             let header: Vec<&str> = header.iter().map(String::as_str).collect();
             crate::table::print_table(&header, &rows);
@@ -208,7 +228,11 @@ fn html(devices: &[Fingerprint], cells: &[Cell]) -> String {
         let Some(first) = chunk.first() else { continue };
         let _ = write!(out, "<tr><td><code>{}</code> <code>{}</code></td>", esc(&first.island), esc(&first.arm));
         for c in chunk {
-            let evidence = c.record.as_ref().map(|r| serde_json::to_string_pretty(r).expect("plain data serialises")).unwrap_or_default();
+            let evidence = c
+                .record
+                .as_ref()
+                .map(|r| serde_json::to_string_pretty(r).expect("plain data serialises"))
+                .unwrap_or_default();
             let _ = write!(
                 out,
                 "<td class=\"{}\"><details><summary><b>{}</b> {}</summary><pre>{}</pre></details></td>",

@@ -8,7 +8,7 @@
 //! fixture's emulation against the device. `--sample DIR` writes the device's outputs of the
 //! first tiles, which the test suite keeps to check the model without a device.
 
-use island_intrinsics::tensor_core::{FusedDot, Format, cases, tiles};
+use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
 use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::{Profile, Target};
 use std::path::PathBuf;
@@ -71,7 +71,17 @@ fn halves(bytes: &[u8]) -> Vec<u16> {
 }
 
 /// Runs `n` tiles through the tile kernel on `client` with `target` (and `model` for f16).
-fn run_tiles(client: &Client, format: Format, a: &[u8], b: &[u8], c: &[u8], n: usize, model: Option<FusedDot>, target: Target) -> Result<Vec<u32>, String> {
+#[allow(clippy::too_many_arguments)] // one launch's buffers and settings, each used once
+fn run_tiles(
+    client: &Client,
+    format: Format,
+    a: &[u8],
+    b: &[u8],
+    c: &[u8],
+    n: usize,
+    model: Option<FusedDot>,
+    target: Target,
+) -> Result<Vec<u32>, String> {
     let (ah, bh, ch) = (client.create_from_slice(a), client.create_from_slice(b), client.create_from_slice(c));
     let x = n.min(256) as u32;
     let y = n.div_ceil(256) as u32;
@@ -105,7 +115,15 @@ struct Tally {
 }
 
 /// Compares device outputs of tiles `first..` with both plain models, class by class.
-fn tally(format: Format, first: usize, a: &[u8], b: &[u8], c: &[u8], got: &[u32], tallies: &mut [Tally]) -> Option<String> {
+fn tally(
+    format: Format,
+    first: usize,
+    a: &[u8],
+    b: &[u8],
+    c: &[u8],
+    got: &[u32],
+    tallies: &mut [Tally],
+) -> Option<String> {
     let (a, b, c) = (halves(a), halves(b), words(c));
     let n = got.len() / 256;
     let threads = std::thread::available_parallelism().map_or(4, |t| t.get());
@@ -124,7 +142,13 @@ fn tally(format: Format, first: usize, a: &[u8], b: &[u8], c: &[u8], got: &[u32]
                         let mut want = c[range.clone()].to_vec();
                         FusedDot::SM90.tile(format, &a[range.clone()], &b[range.clone()], 16, &mut want);
                         let mut wrong = c[range.clone()].to_vec();
-                        FusedDot::SM90_ROUNDING_AT_ALIGNMENT.tile(format, &a[range.clone()], &b[range.clone()], 16, &mut wrong);
+                        FusedDot::SM90_ROUNDING_AT_ALIGNMENT.tile(
+                            format,
+                            &a[range.clone()],
+                            &b[range.clone()],
+                            16,
+                            &mut wrong,
+                        );
                         for e in 0..256 {
                             let g = got[t * 256 + e];
                             local[class].outputs += 1;
@@ -195,7 +219,12 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
             if first == options.first {
                 sample = got[..options.sample_tiles.min(n) * 256].to_vec();
                 let e = (options.emulated.div_ceil(256) * 256).min(n);
-                head = Some(Head { a: a[..e * 512].to_vec(), b: b[..e * 512].to_vec(), c: c[..e * 1024].to_vec(), native: got[..e * 256].to_vec() });
+                head = Some(Head {
+                    a: a[..e * 512].to_vec(),
+                    b: b[..e * 512].to_vec(),
+                    c: c[..e * 1024].to_vec(),
+                    native: got[..e * 256].to_vec(),
+                });
             }
             if let Some(m) = tally(format, first, &a, &b, &c, &got, &mut tallies) {
                 first_miss.get_or_insert(m);
@@ -207,7 +236,11 @@ pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, Str
         for (class, t) in cases::CLASSES.iter().zip(&tallies) {
             println!("  {class:<13} {:>10} {:>16} {:>18}", t.outputs, t.model, t.fixture);
         }
-        let total = tallies.iter().fold(Tally::default(), |s, t| Tally { outputs: s.outputs + t.outputs, model: s.model + t.model, fixture: s.fixture + t.fixture });
+        let total = tallies.iter().fold(Tally::default(), |s, t| Tally {
+            outputs: s.outputs + t.outputs,
+            model: s.model + t.model,
+            fixture: s.fixture + t.fixture,
+        });
         println!("  {:<13} {:>10} {:>16} {:>18}", "all", total.outputs, total.model, total.fixture);
         match &first_miss {
             None => println!("  the model reproduces every output bit for bit"),

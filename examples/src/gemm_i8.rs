@@ -15,15 +15,7 @@ pub use crate::tile_shape::{TILE, UNITS};
 
 /// The `default` tile product: lane `l` computes the 8 consecutive elements `8l … 8l + 7`.
 #[cube]
-pub fn tile_scalar(
-    a: &[i8],
-    lda: u32,
-    b: &[i8],
-    ldb: u32,
-    acc: &mut [i32],
-    ldc: u32,
-    #[comptime] k_tiles: u32,
-) {
+pub fn tile_scalar(a: &[i8], lda: u32, b: &[i8], ldb: u32, acc: &mut [i32], ldc: u32, #[comptime] k_tiles: u32) {
     let lane = UNIT_POS % UNITS;
     #[unroll]
     for j in 0..8u32 {

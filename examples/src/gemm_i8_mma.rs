@@ -113,7 +113,15 @@ fn pair(w: Word, first: u32) -> Pair {
 /// The block on tensor cores: `a` the block's first row, `bt` its first column, `c` its
 /// top-left element (rows `n / 2` pairs apart).
 #[cube]
-fn block_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32, #[comptime] cfg: Config, #[comptime] target: Target) {
+fn block_mma(
+    a: &[Word],
+    bt: &[Word],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
+) {
     let k_tiles = comptime!(k / STAGE_K);
     let stages = comptime!(cfg.stages);
     let (tiles_m, tiles_n) = comptime!((cfg.tiles_m, cfg.tiles_n));
@@ -203,7 +211,14 @@ fn block_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comp
 /// The `default` block: unit `u` computes rows `u, u + units, …`, each output the sum over
 /// packed words of `a`'s row and `bᵀ`'s row, in `k` order.
 #[cube]
-fn block_scalar(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32, #[comptime] cfg: Config) {
+fn block_scalar(
+    a: &[Word],
+    bt: &[Word],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+) {
     let kc = comptime!(k / 16);
     let units = comptime!(cfg.units());
     for r in 0..comptime!(cfg.block_m() / units) {
@@ -214,7 +229,11 @@ fn block_scalar(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[c
             for w in 0..comptime!(kc * 4) {
                 let x = a[(row * kc + w / 4) as usize].extract_dynamic((w % 4) as usize);
                 s0 = portable::dot4_i8(x, bt[(2 * pair * kc + w / 4) as usize].extract_dynamic((w % 4) as usize), s0);
-                s1 = portable::dot4_i8(x, bt[((2 * pair + 1) * kc + w / 4) as usize].extract_dynamic((w % 4) as usize), s1);
+                s1 = portable::dot4_i8(
+                    x,
+                    bt[((2 * pair + 1) * kc + w / 4) as usize].extract_dynamic((w % 4) as usize),
+                    s1,
+                );
             }
             let mut p = Pair::empty();
             p.insert(0usize, s0);
@@ -242,7 +261,13 @@ pub fn gemm_i8_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, 
 /// Checks a shape before launch: `m` and `n` whole blocks, `k` whole stages.
 pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
     let (bm, bn) = (CONFIG.block_m() as usize, CONFIG.block_n() as usize);
-    if m == 0 || n == 0 || k == 0 || m % bm != 0 || n % bn != 0 || k % STAGE_K as usize != 0 {
+    if m == 0
+        || n == 0
+        || k == 0
+        || !m.is_multiple_of(bm)
+        || !n.is_multiple_of(bn)
+        || !k.is_multiple_of(STAGE_K as usize)
+    {
         return Err(ShapeError(format!(
             "the mma.sync int8 GEMM works on whole {bm}×{bn} blocks and {STAGE_K}-byte steps of k: m must be a positive multiple of {bm}, n of {bn}, k of {STAGE_K}; got {m}×{k}×{n}"
         )));

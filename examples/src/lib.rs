@@ -24,4 +24,3 @@ pub mod rmsnorm;
 pub mod rows;
 pub mod testing;
 pub mod tile_shape;
-

@@ -192,11 +192,7 @@ pub fn reference(rows: usize, cols: usize, x: &[f32], w: &[f32], eps: f32) -> Ve
         let row = &x[r * cols..(r + 1) * cols];
         let lanes: Vec<f32> = (0..LANES as usize)
             .map(|l| {
-                row.chunks_exact(4)
-                    .skip(l)
-                    .step_by(LANES as usize)
-                    .flatten()
-                    .fold(0.0f32, |ss, &v| v.mul_add(v, ss))
+                row.chunks_exact(4).skip(l).step_by(LANES as usize).flatten().fold(0.0f32, |ss, &v| v.mul_add(v, ss))
             })
             .collect();
         let total = pairwise_sum(&lanes);

@@ -49,4 +49,3 @@ pub fn pairwise_sum(values: &[f32]) -> f32 {
     let (lo, hi) = values.split_at(values.len() / 2);
     pairwise_sum(lo) + pairwise_sum(hi)
 }
-

@@ -209,7 +209,11 @@ pub fn stream_load(src: &[i32], index: usize, #[comptime] target: Target) -> i32
 
 #[islands]
 #[cube]
-pub fn stream_load_x4(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
+pub fn stream_load_x4(
+    src: &[Vector<i32, Const<4>>],
+    index: usize,
+    #[comptime] target: Target,
+) -> Vector<i32, Const<4>> {
     island! {
         proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
         cuda => stream::load_x4::call(src, index, target),

@@ -28,7 +28,8 @@ pub fn f16_model(profile: &Profile) -> Option<FusedDot> {
 /// For `contract = accumulation(…, exact_where = mma::f16_modelled)`: the model's name on the
 /// profiles [`f16_model`] knows.
 pub fn f16_modelled(profile: &Profile) -> Option<&'static str> {
-    f16_model(profile).map(|_| "sm_90 HMMA.16816.F32: 16 exact products and c in a 27-bit window, truncated; rounded toward zero")
+    f16_model(profile)
+        .map(|_| "sm_90 HMMA.16816.F32: 16 exact products and c in a 27-bit window, truncated; rounded toward zero")
 }
 
 /// Tile edge.
@@ -139,7 +140,17 @@ pub mod tile_f16 {
         #[comptime] k_tiles: u32,
         #[comptime] target: Target,
     ) {
-        crate::mma::tile_f16_with(a, lda, b, ldb, acc, ldc, k_tiles, comptime!(target.arms().and_then(crate::mma::f16_model)), target);
+        crate::mma::tile_f16_with(
+            a,
+            lda,
+            b,
+            ldb,
+            acc,
+            ldc,
+            k_tiles,
+            comptime!(target.arms().and_then(crate::mma::f16_model)),
+            target,
+        );
     }
 }
 
@@ -226,6 +237,7 @@ fn cut(sig: u32, shift: u32, #[comptime] model: FusedDot) -> u32 {
 /// the cut terms are added exactly (here as separate sums of the positive and the negative
 /// ones, each below 2^32) and the sum rounded toward zero.
 #[cube]
+#[allow(clippy::manual_abs_diff)] // CubeCL lowers no `abs_diff`
 fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #[comptime] model: FusedDot) -> f32 {
     let cb = u32::reinterpret(c);
     let c_field = (cb >> 23) & 0xff;

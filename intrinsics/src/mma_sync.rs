@@ -59,7 +59,11 @@ pub mod m16n8k32_s8 {
     /// The warp's fragments gathered, each lane's four outputs summed in `k` order, word by
     /// word with [`crate::dp4a`]'s emulation.
     #[cube]
-    pub fn emulate(a: Vector<i32, Const<4>>, b: Vector<i32, Const<2>>, c: Vector<i32, Const<4>>) -> Vector<i32, Const<4>> {
+    pub fn emulate(
+        a: Vector<i32, Const<4>>,
+        b: Vector<i32, Const<2>>,
+        c: Vector<i32, Const<4>>,
+    ) -> Vector<i32, Const<4>> {
         let lanes_a = emulation::gather::<Vector<i32, Const<4>>>(a, WARP);
         let lanes_b = emulation::gather::<Vector<i32, Const<2>>>(b, WARP);
         let lane = UNIT_POS % WARP;
@@ -74,7 +78,8 @@ pub mod m16n8k32_s8 {
             // (row / 8) + 2·(w / 4) of lane 4·(row % 8) + w % 4, and in b's register w / 4 of
             // lane 4·col + w % 4.
             for w in 0..8u32 {
-                let a_word = lanes_a[(4 * (row % 8) + w % 4) as usize].extract_dynamic(((row / 8) + 2 * (w / 4)) as usize);
+                let a_word =
+                    lanes_a[(4 * (row % 8) + w % 4) as usize].extract_dynamic(((row / 8) + 2 * (w / 4)) as usize);
                 let b_word = lanes_b[(4 * col + w % 4) as usize].extract_dynamic((w / 4) as usize);
                 sum = crate::dp4a::emulate(a_word, b_word, sum);
             }

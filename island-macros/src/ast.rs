@@ -12,7 +12,9 @@ pub fn backend_list() -> String {
 /// Whether `ty` is the tag type, `Target` (by any path).
 pub fn is_target_type(ty: &Type) -> bool {
     match ty {
-        Type::Path(p) => p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Target" && s.arguments.is_empty()),
+        Type::Path(p) => {
+            p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Target" && s.arguments.is_empty())
+        }
         _ => false,
     }
 }

@@ -195,10 +195,13 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                 let len_usize = *len as usize;
                 if *mutable {
                     params.push(quote!(#buffer: &mut [#elem]));
-                    loads.push(quote!(let #name = &mut #buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];));
+                    loads.push(
+                        quote!(let #name = &mut #buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];),
+                    );
                 } else {
                     params.push(quote!(#buffer: &[#elem]));
-                    loads.push(quote!(let #name = &#buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];));
+                    loads
+                        .push(quote!(let #name = &#buffer[CUBE_POS * #len_usize..CUBE_POS * #len_usize + #len_usize];));
                 }
                 descs.push(quote! {
                     #rt::lifted::Param {
@@ -259,7 +262,10 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
         }
     };
     let exact_where = match &sig.contract {
-        Some(ContractSpec::Ulp { exact_where: Some(path), .. } | ContractSpec::Accumulation { exact_where: Some(path), .. }) => {
+        Some(
+            ContractSpec::Ulp { exact_where: Some(path), .. }
+            | ContractSpec::Accumulation { exact_where: Some(path), .. },
+        ) => {
             quote!(::core::option::Option::Some(#path as fn(&#rt::Profile) -> ::core::option::Option<&'static str>))
         }
         _ => quote!(::core::option::Option::None),

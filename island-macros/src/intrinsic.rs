@@ -152,7 +152,10 @@ impl Parse for Args {
                     lowerings = Some(Punctuated::<Row, Token![,]>::parse_terminated(&content)?.into_iter().collect());
                 }
                 other => {
-                    return Err(syn::Error::new(key.span(), format!("unknown intrinsic option `{other}`; expected {OPTIONS}")));
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!("unknown intrinsic option `{other}`; expected {OPTIONS}"),
+                    ));
                 }
             }
             if !input.is_empty() {
@@ -193,8 +196,14 @@ fn with_emulated_call(item: TokenStream) -> TokenStream {
     let Some((_, items)) = &mut module.content else { return item };
     let functions = functions_of(items);
     let Some(emulate) = functions.iter().find(|f| f.sig.ident == "emulate") else { return item };
-    let args = Args { name: LitStr::new("?", Span::call_site()), summary: LitStr::new("", Span::call_site()), checks: Vec::new(), lowerings: Vec::new(), semantics: None };
-    match dispatcher(emulate, &functions, &args).and_then(|call| syn::parse2::<Item>(call)) {
+    let args = Args {
+        name: LitStr::new("?", Span::call_site()),
+        summary: LitStr::new("", Span::call_site()),
+        checks: Vec::new(),
+        lowerings: Vec::new(),
+        semantics: None,
+    };
+    match dispatcher(emulate, &functions, &args).and_then(syn::parse2::<Item>) {
         Ok(call) => {
             items.push(call);
             quote!(#module)
@@ -256,7 +265,9 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         if Backend::from_keyword(&name).is_some() && !declared {
             errors.push(syn::Error::new_spanned(
                 &f.sig.ident,
-                format!("`fn {name}` is not declared in `lowerings(…)`: add `{name} => \"<instruction>\"` or rename it"),
+                format!(
+                    "`fn {name}` is not declared in `lowerings(…)`: add `{name} => \"<instruction>\"` or rename it"
+                ),
             ));
         }
         if name == "native" && args.lowerings.iter().all(|r| functions.iter().any(|g| r.backend == g.sig.ident)) {
@@ -308,7 +319,10 @@ fn expand_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let semantics = SemanticsArg::tokens(args.semantics.as_ref());
     let unique = format_ident!(
         "INTRINSIC_NAMED_{}_IS_DEFINED_ONCE",
-        intrinsic.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect::<String>(),
+        intrinsic
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+            .collect::<String>(),
         span = name.span()
     );
     Ok(quote! {
@@ -365,7 +379,10 @@ fn forward(callee: &ItemFn, available: &[Ident], generics: &[Ident]) -> syn::Res
     let types: Vec<&Ident> = callee.sig.generics.type_params().map(|t| &t.ident).collect();
     for t in &types {
         if !generics.contains(t) {
-            return Err(syn::Error::new_spanned(t, format!("type parameter `{t}` of `fn {ident}` is not one of `emulate`'s")));
+            return Err(syn::Error::new_spanned(
+                t,
+                format!("type parameter `{t}` of `fn {ident}` is not one of `emulate`'s"),
+            ));
         }
     }
     let turbofish = (!types.is_empty()).then(|| quote!(::<#(#types),*>));
@@ -408,8 +425,9 @@ fn dispatcher(emulate: &ItemFn, functions: &[ItemFn], args: &Args) -> syn::Resul
         }
         _ => None,
     });
-    let operand_types = generics.iter().map(|t| quote!(::core::any::type_name::<#t>())).chain(written).collect::<Vec<_>>();
-    let note_native = quote!(comptime!(#rt::semantics::note_native(#name, #semantics, &[#(#operand_types),*]));) ;
+    let operand_types =
+        generics.iter().map(|t| quote!(::core::any::type_name::<#t>())).chain(written).collect::<Vec<_>>();
+    let note_native = quote!(comptime!(#rt::semantics::note_native(#name, #semantics, &[#(#operand_types),*])););
     let mut seen: Vec<Backend> = Vec::new();
     let mut branches = Vec::new();
     for row in &args.lowerings {

@@ -2,9 +2,9 @@
 //! islands' items and (for launch kernels) the launch paths that fill the tag.
 
 use crate::ast::{Island, TagParam};
-use island_vocab::Expect;
 use crate::parse::TagOption;
 use crate::{expand, parse, validate};
+use island_vocab::Expect;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::punctuated::Punctuated;
@@ -151,11 +151,15 @@ fn tag_param(
         Some(name) => match params.iter().find(|(n, _)| n == name) {
             Some(p) => Some(p),
             None => {
-                errors.push(syn::Error::new(name.span(), format!("`tag = {name}` names no parameter of this function")));
+                errors
+                    .push(syn::Error::new(name.span(), format!("`tag = {name}` names no parameter of this function")));
                 return Err(());
             }
         },
-        None => params.iter().find(|(_, pt)| crate::ast::is_target_type(&pt.ty)).or_else(|| params.iter().find(|(n, _)| n == "target")),
+        None => params
+            .iter()
+            .find(|(_, pt)| crate::ast::is_target_type(&pt.ty))
+            .or_else(|| params.iter().find(|(n, _)| n == "target")),
     };
     if let Some((name, pt)) = found {
         let name = name.clone();
@@ -198,7 +202,6 @@ fn mark_comptime(func: &mut ItemFn, name: &Ident) {
     }
 }
 
-
 /// What an invalid island becomes. With a `default` arm: that arm's body, so the kernel
 /// type-checks as written and the error, emitted once beside the function, is the only one (an
 /// error inside the body would be reported once per expansion CubeCL makes of it; a helper
@@ -223,9 +226,12 @@ fn fallback(errors: &mut Vec<syn::Error>, error: syn::Error, default: Option<Exp
 /// does: the tokens after `default =>` up to the next `,` outside brackets.
 fn recover_default(tokens: TokenStream) -> Option<Expr> {
     let tokens: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
-    let is_punct = |t: &proc_macro2::TokenTree, c: char| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == c);
+    let is_punct =
+        |t: &proc_macro2::TokenTree, c: char| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == c);
     let start = (0..tokens.len().saturating_sub(2)).find(|&i| {
-        matches!(&tokens[i], proc_macro2::TokenTree::Ident(id) if id == "default") && is_punct(&tokens[i + 1], '=') && is_punct(&tokens[i + 2], '>')
+        matches!(&tokens[i], proc_macro2::TokenTree::Ident(id) if id == "default")
+            && is_punct(&tokens[i + 1], '=')
+            && is_punct(&tokens[i + 2], '>')
     })? + 3;
     let body: TokenStream = tokens[start..].iter().take_while(|t| !is_punct(t, ',')).cloned().collect();
     syn::parse2(body).ok()
@@ -357,7 +363,12 @@ fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> Toke
             call_with.push(quote!(#ident));
             continue;
         }
-        let ty = if comptime { let ty = &pt.ty; quote!(#ty) } else { runtime_arg(&pt.ty) };
+        let ty = if comptime {
+            let ty = &pt.ty;
+            quote!(#ty)
+        } else {
+            runtime_arg(&pt.ty)
+        };
         params.push(quote!(#ident: #ty));
         call.push(quote!(#ident));
         call_with.push(quote!(#ident));

@@ -31,17 +31,15 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
     let kw: Ident = input.parse()?;
     let content;
     parenthesized!(content in input);
-    let params = content
-        .parse_terminated(parse_param, Token![,])?
-        .into_iter()
-        .collect();
+    let params = content.parse_terminated(parse_param, Token![,])?.into_iter().collect();
     let output = if input.peek(Token![->]) {
         input.parse::<Token![->]>()?;
         Some(input.parse::<Type>()?)
     } else {
         None
     };
-    let mut sig = ProofSig { span: kw.span(), params, output, cube_dim: None, lanes: None, contract: None, dont_care: None };
+    let mut sig =
+        ProofSig { span: kw.span(), params, output, cube_dim: None, lanes: None, contract: None, dont_care: None };
     while input.peek(Token![,]) {
         input.parse::<Token![,]>()?;
         let key: Ident = input.parse()?;
@@ -71,9 +69,9 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
             }
         }
     }
-    input.parse::<Token![;]>().map_err(|e| {
-        syn::Error::new(e.span(), "expected `;` after the proof signature `proof(…) -> T`")
-    })?;
+    input
+        .parse::<Token![;]>()
+        .map_err(|e| syn::Error::new(e.span(), "expected `;` after the proof signature `proof(…) -> T`"))?;
     Ok(sig)
 }
 
@@ -126,7 +124,10 @@ fn parse_contract(input: ParseStream) -> syn::Result<ContractSpec> {
             content.parse::<Token![,]>()?;
             let key: Ident = content.parse()?;
             if key != "exact_where" {
-                return Err(syn::Error::new(key.span(), format!("unknown contract option `{key}`; expected `exact_where = path`")));
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("unknown contract option `{key}`; expected `exact_where = path`"),
+                ));
             }
             content.parse::<Token![=]>()?;
             exact_where = Some(content.parse()?);
@@ -165,9 +166,9 @@ fn parse_arm(input: ParseStream) -> syn::Result<Arm> {
     } else {
         (Vec::new(), None)
     };
-    input.parse::<Token![=>]>().map_err(|e| {
-        syn::Error::new(e.span(), "expected `=>` after the arm's backends (`cuda | vulkan => …`)")
-    })?;
+    input
+        .parse::<Token![=>]>()
+        .map_err(|e| syn::Error::new(e.span(), "expected `=>` after the arm's backends (`cuda | vulkan => …`)"))?;
     let body = if input.peek(syn::token::Brace) {
         let content;
         let brace = braced!(content in input);
@@ -181,9 +182,7 @@ fn parse_arm(input: ParseStream) -> syn::Result<Arm> {
     } else {
         let body: Expr = input.parse()?;
         if !input.is_empty() {
-            input.parse::<Token![,]>().map_err(|e| {
-                syn::Error::new(e.span(), "expected `,` between island arms")
-            })?;
+            input.parse::<Token![,]>().map_err(|e| syn::Error::new(e.span(), "expected `,` between island arms"))?;
         }
         body
     };
@@ -260,12 +259,16 @@ fn parse_atom(input: ParseStream) -> syn::Result<Atom> {
     let name: Ident = input.parse()?;
     let span = name.span();
     let Some(capability) = Capability::from_keyword(&name.to_string()) else {
-        return Err(syn::Error::new(span, format!("unknown capability `{name}`; expected one of {}", capability_list())));
+        return Err(syn::Error::new(
+            span,
+            format!("unknown capability `{name}`; expected one of {}", capability_list()),
+        ));
     };
     Ok(match capability {
         Capability::Sm | Capability::Plane => {
-            let op = parse_cmp(input)
-                .ok_or_else(|| syn::Error::new(span, format!("`{name}` needs a comparison, e.g. `{}`", capability.syntax())))?;
+            let op = parse_cmp(input).ok_or_else(|| {
+                syn::Error::new(span, format!("`{name}` needs a comparison, e.g. `{}`", capability.syntax()))
+            })?;
             let lit: LitInt = input.parse()?;
             let value = lit.base10_parse()?;
             if capability == Capability::Sm { Atom::Sm(op, value) } else { Atom::Plane(op, value) }
@@ -284,7 +287,10 @@ fn parse_atom(input: ParseStream) -> syn::Result<Atom> {
                 let Some(elem) = Elem::from_keyword(&e.to_string()) else {
                     return Err(syn::Error::new(
                         e.span(),
-                        format!("unknown element type `{e}`; expected one of {}", Elem::ALL.map(Elem::keyword).join(", ")),
+                        format!(
+                            "unknown element type `{e}`; expected one of {}",
+                            Elem::ALL.map(Elem::keyword).join(", ")
+                        ),
                     ));
                 };
                 c.parse::<Token![,]>()?;
@@ -333,7 +339,12 @@ impl Parse for TagOption {
                     key.span(),
                     format!(
                         "unknown #[islands] option `{word}`; expected `tag = name`, {}",
-                        Expect::ALL.iter().filter_map(|e| e.option()).map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ")
+                        Expect::ALL
+                            .iter()
+                            .filter_map(|e| e.option())
+                            .map(|o| format!("`{o}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 )),
             },

@@ -55,7 +55,13 @@ impl VisitMut for Reads {
 
 /// One error per name an arm (or `default`) reads from the function's locals that the proof
 /// signature does not declare; `tag` (the kernel's tag) is always in scope.
-pub fn undeclared_reads(island: &Island, sig: &ProofSig, locals: &BTreeSet<String>, tag: Option<&str>, errors: &mut Vec<syn::Error>) {
+pub fn undeclared_reads(
+    island: &Island,
+    sig: &ProofSig,
+    locals: &BTreeSet<String>,
+    tag: Option<&str>,
+    errors: &mut Vec<syn::Error>,
+) {
     let declared: BTreeSet<String> = sig.params.iter().map(|p| p.name.to_string()).collect();
     let mut reported = BTreeSet::new();
     for arm in &island.arms {
@@ -66,7 +72,12 @@ pub fn undeclared_reads(island: &Island, sig: &ProofSig, locals: &BTreeSet<Strin
         reads.visit_expr_mut(&mut body);
         for ident in reads.0 {
             let name = ident.to_string();
-            if locals.contains(&name) && !declared.contains(&name) && !own.0.contains(&name) && Some(name.as_str()) != tag && reported.insert(name.clone()) {
+            if locals.contains(&name)
+                && !declared.contains(&name)
+                && !own.0.contains(&name)
+                && Some(name.as_str()) != tag
+                && reported.insert(name.clone())
+            {
                 errors.push(syn::Error::new(
                     ident.span(),
                     format!(

@@ -110,7 +110,10 @@ fn every_comparison_parses() {
 fn every_element_kind_parses_in_a_tile_shape() {
     for e in Elem::ALL {
         let kw = syn::Ident::new(e.keyword(), Span::call_site());
-        assert_eq!(guard_of(quote!(cmma(#kw, #kw, f32, 16, 8, 32))), vec![Atom::Cmma(Mma::new(e, e, Elem::F32, 16, 8, 32))]);
+        assert_eq!(
+            guard_of(quote!(cmma(#kw, #kw, f32, 16, 8, 32))),
+            vec![Atom::Cmma(Mma::new(e, e, Elem::F32, 16, 8, 32))]
+        );
     }
     let message = parse_err(quote!(cuda if cmma(f8, f8, f32, 16, 16, 16) => 1, default => 0));
     for e in Elem::ALL {
@@ -168,8 +171,14 @@ fn parse_errors_name_the_mistake() {
         (quote!(proof(x: &[i32; N]) -> i32; default => 0), "the length of a per-cube input must be an integer literal"),
         (quote!(proof(x: &i32) -> i32; default => 0), "a proof input is a scalar"),
         (quote!(proof(x: f32) -> f32, contract = ulps(1, "r"); default => 0), "unknown contract `ulps`"),
-        (quote!(proof(x: f32) -> f32, contract = ulp(1, " "); default => 0), "a non-exact contract must give its reason"),
-        (quote!(proof(x: f32) -> f32, contract = ulp(1, "r", exact = p); default => 0), "unknown contract option `exact`"),
+        (
+            quote!(proof(x: f32) -> f32, contract = ulp(1, " "); default => 0),
+            "a non-exact contract must give its reason",
+        ),
+        (
+            quote!(proof(x: f32) -> f32, contract = ulp(1, "r", exact = p); default => 0),
+            "unknown contract option `exact`",
+        ),
     ];
     for (tokens, want) in cases {
         let text = tokens.to_string();
@@ -191,7 +200,10 @@ fn well_formed_proof_signatures_parse() {
     assert_eq!(sig.params.len(), 4);
     assert_eq!(sig.cube_dim.map(|c| c.0), Some(128));
     assert_eq!(sig.lanes, Some(4096));
-    assert!(matches!(sig.contract, Some(crate::ast::ContractSpec::Accumulation { terms: 16, exact_where: Some(_), .. })));
+    assert!(matches!(
+        sig.contract,
+        Some(crate::ast::ContractSpec::Accumulation { terms: 16, exact_where: Some(_), .. })
+    ));
 }
 
 // ---- validation: every problem of one island is reported ----
@@ -209,7 +221,10 @@ fn validation_names_each_problem() {
         (quote!(proof(x: i32, x: i32) -> i32; default => 0), "proof input `x` is declared twice"),
         (quote!(proof(x: i32); default => 0), "a proof signature needs something to compare"),
         (quote!(), "empty island: write at least its `default => …` arm"),
-        (quote!(proof(x: &mut [i32; 4]), dont_care = x[0] == 0; default => 0), "`dont_care` names lanes of the island's value"),
+        (
+            quote!(proof(x: &mut [i32; 4]), dont_care = x[0] == 0; default => 0),
+            "`dont_care` names lanes of the island's value",
+        ),
     ];
     for (tokens, want) in cases {
         let text = tokens.to_string();
@@ -233,11 +248,33 @@ fn all_validation_problems_of_one_island_are_reported_together() {
 
 #[test]
 fn islands_options_errors() {
-    let out = crate::kernel::expand(quote!(tag = t, strict), quote!(#[cube] fn f() {})).to_string();
+    let out = crate::kernel::expand(
+        quote!(tag = t, strict),
+        quote!(
+            #[cube]
+            fn f() {}
+        ),
+    )
+    .to_string();
     assert!(out.contains("unknown #[islands] option `strict`"), "{out}");
-    let out = crate::kernel::expand(TokenStream::new(), quote!(fn f() { let x = island!{ default => 0 }; })).to_string();
+    let out = crate::kernel::expand(
+        TokenStream::new(),
+        quote!(
+            fn f() {
+                let x = island! { default => 0 };
+            }
+        ),
+    )
+    .to_string();
     assert!(out.contains("#[islands] must be placed above #[cube]"), "{out}");
-    let out = crate::kernel::expand(quote!(tag = t), quote!(#[cube] fn f(#[comptime] target: Target) {})).to_string();
+    let out = crate::kernel::expand(
+        quote!(tag = t),
+        quote!(
+            #[cube]
+            fn f(#[comptime] target: Target) {}
+        ),
+    )
+    .to_string();
     assert!(out.contains("`tag = t` names no parameter of this function"), "{out}");
 }
 
@@ -247,17 +284,61 @@ fn intrinsic_error(attr: TokenStream, module: TokenStream) -> String {
 
 #[test]
 fn intrinsic_errors() {
-    let ok_module = quote!(mod m { #[cube] pub fn cuda(a: u32) -> u32 { a } #[cube] pub fn emulate(a: u32) -> u32 { a } });
+    let ok_module = quote!(
+        mod m {
+            #[cube]
+            pub fn cuda(a: u32) -> u32 {
+                a
+            }
+            #[cube]
+            pub fn emulate(a: u32) -> u32 {
+                a
+            }
+        }
+    );
     let cases: Vec<(TokenStream, TokenStream, &str)> = vec![
-        (quote!(summary = "s", check = c, lowerings(cuda => "x")), ok_module.clone(), "#[intrinsic] needs `name = \\\"…\\\"`"),
-        (quote!(name = "n", check = c, lowerings(cuda => "x")), ok_module.clone(), "#[intrinsic] needs `summary = \\\"…\\\"`"),
-        (quote!(name = "n", summary = "s", lowerings(cuda => "x")), ok_module.clone(), "#[intrinsic] needs `check = path::to::check_function`"),
-        (quote!(name = "n", summary = "s", check = c, speed = 1), ok_module.clone(), "unknown intrinsic option `speed`"),
-        (quote!(name = "n", summary = "s", check = c, lowerings(opencl => "x")), ok_module.clone(), "unknown backend `opencl`"),
-        (quote!(name = "n", summary = "s", check = c, lowerings(cuda => "x")), quote!(mod m;), "#[intrinsic] needs an inline module"),
+        (
+            quote!(summary = "s", check = c, lowerings(cuda => "x")),
+            ok_module.clone(),
+            "#[intrinsic] needs `name = \\\"…\\\"`",
+        ),
+        (
+            quote!(name = "n", check = c, lowerings(cuda => "x")),
+            ok_module.clone(),
+            "#[intrinsic] needs `summary = \\\"…\\\"`",
+        ),
+        (
+            quote!(name = "n", summary = "s", lowerings(cuda => "x")),
+            ok_module.clone(),
+            "#[intrinsic] needs `check = path::to::check_function`",
+        ),
+        (
+            quote!(name = "n", summary = "s", check = c, speed = 1),
+            ok_module.clone(),
+            "unknown intrinsic option `speed`",
+        ),
+        (
+            quote!(name = "n", summary = "s", check = c, lowerings(opencl => "x")),
+            ok_module.clone(),
+            "unknown backend `opencl`",
+        ),
         (
             quote!(name = "n", summary = "s", check = c, lowerings(cuda => "x")),
-            quote!(mod m { #[cube] pub fn cuda(a: u32) -> u32 { a } }),
+            quote!(
+                mod m;
+            ),
+            "#[intrinsic] needs an inline module",
+        ),
+        (
+            quote!(name = "n", summary = "s", check = c, lowerings(cuda => "x")),
+            quote!(
+                mod m {
+                    #[cube]
+                    pub fn cuda(a: u32) -> u32 {
+                        a
+                    }
+                }
+            ),
             "intrinsic `n` has no emulation",
         ),
         (
@@ -272,17 +353,54 @@ fn intrinsic_errors() {
         ),
         (
             quote!(name = "n", summary = "s", check = c, lowerings(cuda => "x")),
-            quote!(mod m { #[cube] pub fn cuda(a: u32) -> u32 { a } #[cube] pub fn native(a: u32) -> u32 { a } #[cube] pub fn emulate(a: u32) -> u32 { a } }),
+            quote!(
+                mod m {
+                    #[cube]
+                    pub fn cuda(a: u32) -> u32 {
+                        a
+                    }
+                    #[cube]
+                    pub fn native(a: u32) -> u32 {
+                        a
+                    }
+                    #[cube]
+                    pub fn emulate(a: u32) -> u32 {
+                        a
+                    }
+                }
+            ),
             "`fn native` serves no backend",
         ),
         (
             quote!(name = "n", summary = "s", check = c, lowerings(cuda => "x")),
-            quote!(mod m { #[cube] pub fn cuda(a: u32, b: u32) -> u32 { a } #[cube] pub fn emulate(a: u32) -> u32 { a } }),
+            quote!(
+                mod m {
+                    #[cube]
+                    pub fn cuda(a: u32, b: u32) -> u32 {
+                        a
+                    }
+                    #[cube]
+                    pub fn emulate(a: u32) -> u32 {
+                        a
+                    }
+                }
+            ),
             "parameter `b` of `fn cuda` is not a parameter of `emulate`",
         ),
         (
             quote!(name = "n", summary = "s", check = c, lowerings(cuda => "x")),
-            quote!(mod m { #[cube] pub fn cuda(a: u32) -> u32 { a } #[cube] pub fn emulate((a, b): (u32, u32)) -> u32 { a } }),
+            quote!(
+                mod m {
+                    #[cube]
+                    pub fn cuda(a: u32) -> u32 {
+                        a
+                    }
+                    #[cube]
+                    pub fn emulate((a, b): (u32, u32)) -> u32 {
+                        a
+                    }
+                }
+            ),
             "intrinsic parameters must be plain names",
         ),
     ];
@@ -307,7 +425,12 @@ fn an_intrinsic_dispatches_each_backend_to_its_function() {
     assert!(out.contains("));cuda(a)}"), "{out}");
     assert!(out.contains("));native(a)}"), "{out}");
     // Each native branch records its use, with the class (none declared: device-defined).
-    assert!(out.contains("comptime!(::island_runtime::semantics::note_native(\"n\",::island_runtime::Semantics::DeviceDefined("), "{out}");
+    assert!(
+        out.contains(
+            "comptime!(::island_runtime::semantics::note_native(\"n\",::island_runtime::Semantics::DeviceDefined("
+        ),
+        "{out}"
+    );
     // The emulation takes the tag itself, so `call` does not add another.
     assert!(out.contains("pubfncall(a:u32,#[comptime]tag:Target)->u32"), "{out}");
     assert!(out.contains("emulate(a,tag)"), "{out}");
@@ -330,7 +453,11 @@ fn assert_snapshot(name: &str, text: &str) {
     let want = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; write it with ISLANDS_BLESS=1 and review it", path.display()));
     if want != text {
-        let line = want.lines().zip(text.lines()).position(|(a, b)| a != b).unwrap_or(want.lines().count().min(text.lines().count()));
+        let line = want
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(text.lines().count()));
         panic!(
             "the expansion differs from {} from line {}:\n  committed: {:?}\n  now:       {:?}\n(ISLANDS_BLESS=1 rewrites it; review the diff)",
             path.display(),
@@ -350,51 +477,60 @@ fn expansion(attr: TokenStream, item: TokenStream) -> String {
 
 #[test]
 fn snapshot_expression_island() {
-    assert_snapshot("expression_island", &expansion(
-        TokenStream::new(),
-        quote! {
-            #[cube(launch)]
-            fn dot(a: &[i32], b: &[i32], out: &mut [i32]) {
-                let (x, y) = (a[ABSOLUTE_POS], b[ABSOLUTE_POS]);
-                out[ABSOLUTE_POS] = island! {
-                    proof(x: i32, y: i32) -> i32;
-                    cuda | vulkan if dp4a => dp4a::call(x, y, 0i32, target),
-                    default => portable::dot4_i8(x, y, 0i32),
-                };
-            }
-        }
-    ));
+    assert_snapshot(
+        "expression_island",
+        &expansion(
+            TokenStream::new(),
+            quote! {
+                #[cube(launch)]
+                fn dot(a: &[i32], b: &[i32], out: &mut [i32]) {
+                    let (x, y) = (a[ABSOLUTE_POS], b[ABSOLUTE_POS]);
+                    out[ABSOLUTE_POS] = island! {
+                        proof(x: i32, y: i32) -> i32;
+                        cuda | vulkan if dp4a => dp4a::call(x, y, 0i32, target),
+                        default => portable::dot4_i8(x, y, 0i32),
+                    };
+                }
+            },
+        ),
+    );
 }
 
 #[test]
 fn snapshot_statement_island() {
-    assert_snapshot("statement_island", &expansion(
-        TokenStream::new(),
-        quote! {
-            #[cube(launch)]
-            fn scale(out: &mut [f32]) {
-                island! {
-                    cuda if sm >= 80 => { out[ABSOLUTE_POS] *= 2.0; },
-                    default => { out[ABSOLUTE_POS] = out[ABSOLUTE_POS] + out[ABSOLUTE_POS]; },
+    assert_snapshot(
+        "statement_island",
+        &expansion(
+            TokenStream::new(),
+            quote! {
+                #[cube(launch)]
+                fn scale(out: &mut [f32]) {
+                    island! {
+                        cuda if sm >= 80 => { out[ABSOLUTE_POS] *= 2.0; },
+                        default => { out[ABSOLUTE_POS] = out[ABSOLUTE_POS] + out[ABSOLUTE_POS]; },
+                    }
                 }
-            }
-        }
-    ));
+            },
+        ),
+    );
 }
 
 #[test]
 fn snapshot_helper_island() {
-    assert_snapshot("helper_island", &expansion(
-        TokenStream::new(),
-        quote! {
-            #[cube]
-            pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
-                island! {
-                    proof(value: f32) -> f32, cube_dim = 64;
-                    cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::call::<f32>(value, target),
-                    default => portable::tree_sum::<f32>(value, 32u32),
+    assert_snapshot(
+        "helper_island",
+        &expansion(
+            TokenStream::new(),
+            quote! {
+                #[cube]
+                pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
+                    island! {
+                        proof(value: f32) -> f32, cube_dim = 64;
+                        cuda | hip | vulkan | metal | webgpu if plane == 32 => plane::sum::call::<f32>(value, target),
+                        default => portable::tree_sum::<f32>(value, 32u32),
+                    }
                 }
-            }
-        }
-    ));
+            },
+        ),
+    );
 }

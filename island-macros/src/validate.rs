@@ -114,10 +114,7 @@ fn check_against_earlier(island: &Island, i: usize, keys: &[BackendKey], arm: &A
     if shadowed {
         errors.push(syn::Error::new(
             arm.span,
-            format!(
-                "this arm is unreachable: an earlier arm without a guard already takes `{}`",
-                arm.label()
-            ),
+            format!("this arm is unreachable: an earlier arm without a guard already takes `{}`", arm.label()),
         ));
     }
 }

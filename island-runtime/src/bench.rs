@@ -11,7 +11,12 @@ pub fn sync(client: &Client) -> Result<(), String> {
 
 /// Time per call of `dispatch`: `warmup` calls and a sync (compilation, caches), then `iters`
 /// calls back to back and one sync.
-pub fn time_per_call(client: &Client, warmup: usize, iters: usize, mut dispatch: impl FnMut()) -> Result<Duration, String> {
+pub fn time_per_call(
+    client: &Client,
+    warmup: usize,
+    iters: usize,
+    mut dispatch: impl FnMut(),
+) -> Result<Duration, String> {
     for _ in 0..warmup {
         dispatch();
     }
@@ -54,11 +59,8 @@ pub fn side_by_side_samples(
     for round in 0..rounds {
         // Forward in even rounds, backward in odd ones, so that no variant always runs first
         // (after the host has idled through a graph replay) or always right after another.
-        let order: Vec<usize> = if round % 2 == 0 {
-            (0..variants.len()).collect()
-        } else {
-            (0..variants.len()).rev().collect()
-        };
+        let order: Vec<usize> =
+            if round % 2 == 0 { (0..variants.len()).collect() } else { (0..variants.len()).rev().collect() };
         for i in order {
             samples[i].push(time_per_call(client, 3, iters, &mut *variants[i].1)?);
         }

@@ -39,7 +39,11 @@ pub fn conform_with(
         Expect::Equal | Expect::DefaultMismatch => Expect::Equal,
         Expect::Mismatch | Expect::NativeMismatch => Expect::Mismatch,
     };
-    let what_ran = match (native.target.is_native(), Executor::from_client_name(device.name()), Executor::from_client_name(cpu.name())) {
+    let what_ran = match (
+        native.target.is_native(),
+        Executor::from_client_name(device.name()),
+        Executor::from_client_name(cpu.name()),
+    ) {
         (true, Executor::Device(_), Executor::Cpu) => None,
         (native_tag, device_exec, cpu_exec) => Some(format!(
             "the native side must run natively on a device and the emulation on the CPU runtime; \
@@ -70,7 +74,8 @@ pub fn within_divergence(verdict: Verdict, divergence: Option<&crate::divergence
             report: format!("declined on this device: {what}{}\n  measured: {}\n{report}", d.cause, d.measured),
         },
         Scope::Outside(held) => {
-            let held: Vec<String> = held.iter().map(|g| g.iter().map(|g| g.name()).collect::<Vec<_>>().join(" + ")).collect();
+            let held: Vec<String> =
+                held.iter().map(|g| g.iter().map(|g| g.name()).collect::<Vec<_>>().join(" + ")).collect();
             Verdict::Mismatch {
                 report: format!(
                     "{report}\n  a known divergence of this device covers the groups {:?} only; these cubes differ outside them: {}\n  known: {}",
@@ -83,7 +88,6 @@ pub fn within_divergence(verdict: Verdict, divergence: Option<&crate::divergence
         }
     }
 }
-
 
 /// An island's `default` executed by `device` against the same `default` executed by the CPU
 /// runtime, on the island's proof inputs, held to byte equality: `default` defines the bytes,
@@ -109,7 +113,9 @@ pub fn defaults(entry: &'static ArmEntry, device: &Client, cpu: &Client, options
             island_vocab::Contraction::DriverDefined => {
                 if let Verdict::Mismatch { report, .. } = &run.verdict {
                     run.verdict = Verdict::Declined {
-                        report: format!("this device's compiler contracts a product feeding an add (its driver decides; measured here)\n{report}"),
+                        report: format!(
+                            "this device's compiler contracts a product feeding an add (its driver decides; measured here)\n{report}"
+                        ),
                     };
                 }
             }

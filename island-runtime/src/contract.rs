@@ -48,7 +48,10 @@ impl Contract {
             Contract::Accumulation { terms, .. } => {
                 let (g, w) = (kind.as_f64(got), kind.as_f64(want));
                 let m = magnitude.map_or(f64::NAN, |m| kind.as_f64(m));
-                kind.is_float() && g.is_finite() && w.is_finite() && m.is_finite()
+                kind.is_float()
+                    && g.is_finite()
+                    && w.is_finite()
+                    && m.is_finite()
                     && (g - w).abs() <= terms as f64 * kind.unit_roundoff() * m
             }
         }

@@ -32,22 +32,12 @@ pub fn profile(client: &Client) -> Option<Profile> {
         .collect();
     mma.sort();
     mma.dedup();
-    Some(Profile {
-        backend,
-        name: intern_name(&props.identity.name),
-        plane,
-        sm,
-        dp4a,
-        mma: intern_shapes(mma),
-    })
+    Some(Profile { backend, name: intern_name(&props.identity.name), plane, sm, dp4a, mma: intern_shapes(mma) })
 }
 
 fn sm_from_fingerprint(fingerprint: &str) -> u32 {
     // `ptx_sm90` → 90
-    fingerprint
-        .rsplit_once("sm")
-        .and_then(|(_, digits)| digits.trim_start_matches('_').parse().ok())
-        .unwrap_or(0)
+    fingerprint.rsplit_once("sm").and_then(|(_, digits)| digits.trim_start_matches('_').parse().ok()).unwrap_or(0)
 }
 
 /// The vocabulary's element kind of a CubeCL element type, if it has one.

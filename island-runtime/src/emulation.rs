@@ -21,11 +21,7 @@ pub fn width(target: &Target) -> u32 {
 /// This unit's lane in its (native or emulated) plane.
 #[cube]
 pub fn lane(#[comptime] target: Target) -> u32 {
-    if target.is_native() {
-        UNIT_POS_PLANE
-    } else {
-        UNIT_POS % comptime!(target.plane())
-    }
+    if target.is_native() { UNIT_POS_PLANE } else { UNIT_POS % comptime!(target.plane()) }
 }
 
 /// The value `lane ^ mask` holds, across a `width`-lane emulated plane.

@@ -12,7 +12,13 @@ use island_vocab::{Expect, Profile};
 
 /// The facts of `entries` on `device` of `profile`, with `records` (`host` lends buffers for
 /// expansion; nothing runs).
-pub fn facts_of(entries: &[&'static ArmEntry], device: &Fingerprint, profile: &Profile, records: &[Record], host: &Client) -> Vec<((String, String), ArmFacts)> {
+pub fn facts_of(
+    entries: &[&'static ArmEntry],
+    device: &Fingerprint,
+    profile: &Profile,
+    records: &[Record],
+    host: &Client,
+) -> Vec<((String, String), ArmFacts)> {
     entries
         .iter()
         .filter(|e| crate::proof::selects(e, profile))
@@ -24,23 +30,35 @@ pub fn facts_of(entries: &[&'static ArmEntry], device: &Fingerprint, profile: &P
                 crate::semantics::needs_device_evidence(entry, profile, host)
             };
             let record = records.iter().find(|r| r.island == key.0 && r.arm == key.1 && r.device == *device);
-            let stale = record.filter(|r| r.decision == Decision::Flipped || r.decision == Decision::Unverified).and_then(|r| stale(entry, r, host));
+            let stale = record
+                .filter(|r| r.decision == Decision::Flipped || r.decision == Decision::Unverified)
+                .and_then(|r| stale(entry, r, host));
             (key, ArmFacts { needs_device_evidence, stale })
         })
         .collect()
 }
 
 /// [`facts_of`] every registered arm.
-pub fn facts(device: &Fingerprint, profile: &Profile, records: &[Record], host: &Client) -> Vec<((String, String), ArmFacts)> {
+pub fn facts(
+    device: &Fingerprint,
+    profile: &Profile,
+    records: &[Record],
+    host: &Client,
+) -> Vec<((String, String), ArmFacts)> {
     facts_of(registry::arms(), device, profile, records, host)
 }
 
 /// Why `record` no longer describes `entry` as this build generates it, if it does not.
 pub fn stale(entry: &'static ArmEntry, record: &Record, host: &Client) -> Option<String> {
-    let hashes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::gate::code_hashes(entry, &record.device, host)))
-        .unwrap_or_else(|p| Err(format!("the code generator panicked: {}", crate::readback::panic_text(&p))));
+    let hashes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::gate::code_hashes(entry, &record.device, host)
+    }))
+    .unwrap_or_else(|p| Err(format!("the code generator panicked: {}", crate::readback::panic_text(&p))));
     match hashes {
         Err(e) => Some(format!("its code hashes cannot be computed by this build ({e})")),
-        Ok(now) => record.code.changed(&now).map(|(what, then, hash)| format!("{what} changed since it was gated (hash {then}, now {hash})")),
+        Ok(now) => record
+            .code
+            .changed(&now)
+            .map(|(what, then, hash)| format!("{what} changed since it was gated (hash {then}, now {hash})")),
     }
 }

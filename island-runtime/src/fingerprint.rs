@@ -6,8 +6,8 @@
 //! compilation fingerprint (`ptx_sm90`, …), the plane width, the compute capability and the
 //! driver, so a ledger record holds for that device only.
 
-use island_vocab::Executor;
 use cubecl::prelude::Client;
+use island_vocab::Executor;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -83,9 +83,7 @@ fn driver_of(device: &str) -> String {
 fn nvidia_version(text: &str) -> Option<&str> {
     let line = text.lines().next()?;
     let after = line.split("Kernel Module").nth(1)?;
-    after
-        .split_whitespace()
-        .find(|w| w.contains('.') && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    after.split_whitespace().find(|w| w.contains('.') && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 #[cfg(test)]

@@ -18,15 +18,15 @@
 
 use crate::fingerprint::Fingerprint;
 use crate::ledger::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record, SpeedEvidence, code_hash};
-use crate::lowering::{self, Codegen, Which};
 use crate::lifted::{self, ProofSpec};
+use crate::lowering::{self, Codegen, Which};
 use crate::proof::{self, ProofOptions, ProofRun, Verdict};
 use crate::readback::panic_text;
 use crate::registry::ArmEntry;
-use island_vocab::Expect;
 use crate::target::Target;
-use island_vocab::{Backend, Executor, Profile};
 use cubecl::prelude::Client;
+use island_vocab::Expect;
+use island_vocab::{Backend, Executor, Profile};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The speed half scales a lifted island up until one dispatch of `default` takes this long.
@@ -72,7 +72,8 @@ impl Default for GateOptions {
 pub fn hash_profile(device: &Fingerprint) -> Option<Profile> {
     let backend = backend_of(&device.runtime)?;
     let references = Profile::references(backend);
-    let mut p = references.iter().copied().find(|p| p.plane == device.plane).unwrap_or(references[0].with_plane(device.plane));
+    let mut p =
+        references.iter().copied().find(|p| p.plane == device.plane).unwrap_or(references[0].with_plane(device.plane));
     if backend == Backend::Cuda {
         p.sm = device.sm;
     }
@@ -87,16 +88,27 @@ fn backend_of(runtime: &str) -> Option<Backend> {
 /// The code hashes of `entry`'s arm and `default` for `device` (`host` lends buffers; nothing runs).
 pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client) -> Result<CodeHashes, String> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return Err("the island has no proof signature".into()) };
-    let profile = hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
+    let profile =
+        hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
     Ok(CodeHashes {
         codegen: Codegen::of(profile.backend).name().to_string(),
         arm: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
-        default: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Default, host)?)),
-        emulation: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Emulated, host)?)),
+        default: code_hash(&crate::canonical::canonical(&lowering::source(
+            entry,
+            lifted,
+            &profile,
+            Which::Default,
+            host,
+        )?)),
+        emulation: code_hash(&crate::canonical::canonical(&lowering::source(
+            entry,
+            lifted,
+            &profile,
+            Which::Emulated,
+            host,
+        )?)),
     })
 }
-
-
 
 /// Gates `entry` on the device behind `device` (with `cpu` for the oracle). `None` when the device
 /// does not select the arm, or the arm is a negative fixture.
@@ -114,7 +126,12 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
 
     let code = code_hashes(entry, &fingerprint, cpu).unwrap_or_else(|e| {
         notes.push(format!("code hashes: {e}"));
-        CodeHashes { codegen: Codegen::of(profile.backend).name().into(), arm: "-".into(), default: "-".into(), emulation: "-".into() }
+        CodeHashes {
+            codegen: Codegen::of(profile.backend).name().into(),
+            arm: "-".into(),
+            default: "-".into(),
+            emulation: "-".into(),
+        }
     });
     let proof_run = proof::prove_profile(entry, profile, cpu, &options.proof)?;
     let conformance_run = crate::conformance::conform(entry, device, cpu, &options.proof)?;
@@ -212,7 +229,12 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
 /// What the GPU runs, for the table instructions `instructions` found in the arm's `arm` source
 /// (`default`'s is `default`): on CUDA, both compiled to machine code and the arm's listing
 /// searched for what each instruction must become; elsewhere, why it cannot be inspected.
-fn machine_evidence(profile: &Profile, instructions: &[String], arm: &str, default: &str) -> crate::ledger::MachineCodeEvidence {
+fn machine_evidence(
+    profile: &Profile,
+    instructions: &[String],
+    arm: &str,
+    default: &str,
+) -> crate::ledger::MachineCodeEvidence {
     use crate::ledger::MachineCodeEvidence;
     if profile.backend != Backend::Cuda {
         return MachineCodeEvidence {
@@ -224,7 +246,9 @@ fn machine_evidence(profile: &Profile, instructions: &[String], arm: &str, defau
         };
     }
     match (crate::machine_code::cuda(arm, profile.sm), crate::machine_code::cuda(default, profile.sm)) {
-        (Ok(arm_code), Ok(default_code)) => crate::machine_code::judge(profile.backend, instructions, &arm_code, &default_code),
+        (Ok(arm_code), Ok(default_code)) => {
+            crate::machine_code::judge(profile.backend, instructions, &arm_code, &default_code)
+        }
         (Err(e), _) | (_, Err(e)) => MachineCodeEvidence { how: format!("not obtained: {e}"), ..Default::default() },
     }
 }
@@ -278,14 +302,18 @@ fn time(
     let largest = per_cube.iter().copied().max().unwrap_or(1).max(1);
     // Cubes are launched along x only: stay within the device's limit there (65535 on wgpu).
     let max_x = device.properties().hardware.max_cube_count.0.max(1) as usize;
-    let max_cubes = (MAX_BYTES / total).min(MAX_BUFFER / largest).min(max_x).clamp(1, u32::MAX as usize / lifted.cube_dim as usize) as u32;
+    let max_cubes =
+        (MAX_BYTES / total).min(MAX_BUFFER / largest).min(max_x).clamp(1, u32::MAX as usize / lifted.cube_dim as usize)
+            as u32;
     let mut cubes = options.lanes.div_ceil(lifted.cube_dim).clamp(1, max_cubes);
     let (arm_args, default_args) = loop {
         let inputs = proof::recipe_inputs(lifted, cubes, options.proof.seed);
         let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm, 0);
         let default_args = proof::launch_args(device, lifted, cubes, &inputs, default, 0);
-        let once = catch_unwind(AssertUnwindSafe(|| crate::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))))
-            .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))??;
+        let once = catch_unwind(AssertUnwindSafe(|| {
+            crate::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))
+        }))
+        .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))??;
         if once >= MIN_KERNEL || cubes >= max_cubes {
             break (arm_args, default_args);
         }
@@ -360,7 +388,8 @@ pub fn speed_decision(ratios: &[f64], threshold: f64) -> (Decision, bool) {
 
 /// Today's UTC date, `YYYY-MM-DD` (days since the epoch to the civil calendar).
 pub fn today() -> String {
-    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400) as i64;
+    let days =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400) as i64;
     let (y, m, d) = civil(days);
     format!("{y:04}-{m:02}-{d:02}")
 }

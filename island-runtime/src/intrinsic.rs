@@ -91,8 +91,7 @@ pub fn instructions(backend: Backend) -> Vec<&'static str> {
 /// Names registered by two intrinsics.
 pub fn duplicates() -> Vec<&'static str> {
     let all = intrinsics();
-    let mut dup: Vec<&'static str> =
-        all.windows(2).filter(|w| w[0].name == w[1].name).map(|w| w[0].name).collect();
+    let mut dup: Vec<&'static str> = all.windows(2).filter(|w| w[0].name == w[1].name).map(|w| w[0].name).collect();
     dup.dedup();
     dup
 }

@@ -204,18 +204,33 @@ impl Record {
     pub fn exact_half_passed(&self) -> bool {
         let proof = matches!(self.proof.verdict.as_str(), "proven" | "device evidence only");
         let exact = self.proof.contract.is_empty() || self.proof.contract.starts_with("bit-exact");
-        proof && exact && self.conformance.verdict == "proven" && self.conformance.native && !self.conformance.instructions.is_empty()
+        proof
+            && exact
+            && self.conformance.verdict == "proven"
+            && self.conformance.native
+            && !self.conformance.instructions.is_empty()
     }
 
     /// One line for logs: the decision and its figure.
     pub fn why(&self) -> String {
         match (self.decision, &self.speed) {
             (Decision::DeclinedSlow | Decision::Flipped, Some(s)) => {
-                format!("{} at {:.3}× `default` (threshold {:.2}), gated {}", self.decision.word(), s.speedup, s.threshold, self.date)
+                format!(
+                    "{} at {:.3}× `default` (threshold {:.2}), gated {}",
+                    self.decision.word(),
+                    s.speedup,
+                    s.threshold,
+                    self.date
+                )
             }
             (Decision::Failed, _) => format!(
                 "failed on this device ({}), gated {}",
-                self.conformance.report.as_deref().and_then(|r| r.lines().find(|l| l.contains("first differing"))).unwrap_or("not bit-exact").trim(),
+                self.conformance
+                    .report
+                    .as_deref()
+                    .and_then(|r| r.lines().find(|l| l.contains("first differing")))
+                    .unwrap_or("not bit-exact")
+                    .trim(),
                 self.date
             ),
             _ => format!("{}, gated {}", self.decision.word(), self.date),
@@ -317,11 +332,13 @@ pub enum LedgerError {
 pub fn load(ledger_paths: Option<&str>) -> Result<Vec<Record>, LedgerError> {
     let mut all = Ledger::default();
     for e in embedded() {
-        let l = Ledger::parse(e.text).map_err(|reason| LedgerError::Embedded { krate: e.krate, path: e.path, reason })?;
+        let l =
+            Ledger::parse(e.text).map_err(|reason| LedgerError::Embedded { krate: e.krate, path: e.path, reason })?;
         l.records.into_iter().for_each(|r| all.upsert(r));
     }
     for path in ledger_paths.unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
-        let text = std::fs::read_to_string(path).map_err(|e| LedgerError::Unreadable { path: path.into(), reason: e.to_string() })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LedgerError::Unreadable { path: path.into(), reason: e.to_string() })?;
         let l = Ledger::parse(&text).map_err(|reason| LedgerError::Malformed { path: path.into(), reason })?;
         l.records.into_iter().for_each(|r| all.upsert(r));
     }
@@ -354,9 +371,26 @@ mod tests {
             island: "k#0".into(),
             arm: "cuda".into(),
             device: device(),
-            code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d"), emulation: code_hash("e") },
-            proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64, contract: "bit-exact".into() },
-            conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None, machine_code: None },
+            code: CodeHashes {
+                codegen: "CUDA C++".into(),
+                arm: code_hash("a"),
+                default: code_hash("d"),
+                emulation: code_hash("e"),
+            },
+            proof: ProofEvidence {
+                verdict: "proven".into(),
+                seed: "0x1".into(),
+                depth: 1,
+                inputs: 64,
+                contract: "bit-exact".into(),
+            },
+            conformance: ConformanceEvidence {
+                verdict: "proven".into(),
+                native: true,
+                instructions: vec![],
+                report: None,
+                machine_code: None,
+            },
             speed: Some(SpeedEvidence {
                 arm_us: 2.0,
                 default_us: 1.0,

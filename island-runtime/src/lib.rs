@@ -47,7 +47,10 @@ pub mod value;
 
 /// The vocabulary ([`island_vocab`]): backends, element kinds, capabilities, profiles, sites.
 pub use island_vocab::{self as vocab, backend, capability, elem, expect, mma, profile, site};
-pub use island_vocab::{ArmSpec, Atom, Backend, CAPABILITIES, Capability, Cmp, Contraction, Elem, Executor, Expect, Guard, Mma, Profile, Semantics, Site};
+pub use island_vocab::{
+    ArmSpec, Atom, Backend, CAPABILITIES, Capability, Cmp, Contraction, Elem, Executor, Expect, Guard, Mma, Profile,
+    Semantics, Site,
+};
 
 pub use contract::Contract;
 pub use fingerprint::Fingerprint;
@@ -127,7 +130,12 @@ mod layering {
         let graph = edges();
         assert!(graph.len() > 10, "the sources were not found: {graph:?}");
         // Depth-first search; a module met again while on the stack closes a cycle.
-        fn visit<'a>(m: &'a str, graph: &'a BTreeMap<String, Vec<String>>, stack: &mut Vec<&'a str>, done: &mut Vec<&'a str>) {
+        fn visit<'a>(
+            m: &'a str,
+            graph: &'a BTreeMap<String, Vec<String>>,
+            stack: &mut Vec<&'a str>,
+            done: &mut Vec<&'a str>,
+        ) {
             if done.contains(&m) {
                 return;
             }

@@ -148,4 +148,3 @@ impl LaunchArgs<'_> {
         self.target
     }
 }
-

@@ -5,10 +5,10 @@
 use crate::lifted::{LaunchArgs, Lifted};
 use crate::registry::ArmEntry;
 use crate::target::{Exec, Target};
-use island_vocab::{Backend, Executor, Guard, Profile};
 use cubecl::prelude::*;
 use cubecl_runtime::compiler::Compiler;
 use cubecl_runtime::kernel::KernelDefinition;
+use island_vocab::{Backend, Executor, Guard, Profile};
 use std::sync::Arc;
 
 /// A code generator.
@@ -76,21 +76,19 @@ impl Codegen {
             ..Default::default()
         };
         let text = match self {
-            Codegen::CudaCpp => CppCompiler::<cubecl_cpp::target::Cuda>::default()
-                .compile(kernel, &cpp)
-                .map(|k| k.to_string()),
-            Codegen::HipCpp => CppCompiler::<cubecl_cpp::target::Hip>::default()
-                .compile(kernel, &cpp)
-                .map(|k| k.to_string()),
-            Codegen::Msl => CppCompiler::<cubecl_cpp::target::Metal>::default()
-                .compile(kernel, &cpp)
-                .map(|k| k.to_string()),
+            Codegen::CudaCpp => {
+                CppCompiler::<cubecl_cpp::target::Cuda>::default().compile(kernel, &cpp).map(|k| k.to_string())
+            }
+            Codegen::HipCpp => {
+                CppCompiler::<cubecl_cpp::target::Hip>::default().compile(kernel, &cpp).map(|k| k.to_string())
+            }
+            Codegen::Msl => {
+                CppCompiler::<cubecl_cpp::target::Metal>::default().compile(kernel, &cpp).map(|k| k.to_string())
+            }
             #[cfg(feature = "spirv")]
             Codegen::Spirv => {
-                let mut options = cubecl::codegen::WgpuCompilationOptions {
-                    supports_vulkan_compiler: true,
-                    ..Default::default()
-                };
+                let mut options =
+                    cubecl::codegen::WgpuCompilationOptions { supports_vulkan_compiler: true, ..Default::default() };
                 options.vulkan.supports_dp4a = profile.dp4a;
                 options.vulkan.max_spirv_version = (1, 6);
                 options.vulkan.max_vector_size = 4;
@@ -138,7 +136,11 @@ pub fn properties(profile: &Profile) -> DeviceProperties {
         MemoryDeviceProperties::new(1 << 30, 256),
         hardware,
         cubecl_common::profile::TimingMethod::System,
-        DeviceIdentity { name: profile.name.to_string(), fingerprint: format!("islands-reference-{}", profile.backend), physical: None },
+        DeviceIdentity {
+            name: profile.name.to_string(),
+            fingerprint: format!("islands-reference-{}", profile.backend),
+            physical: None,
+        },
     );
     cubecl_cpp::register_supported_types(&mut props);
     props.features.plane.insert(cubecl::features::Plane::Ops);
@@ -170,17 +172,29 @@ pub enum Which {
 
 /// The source `entry`'s island compiles to on `profile`'s backend, with its arm or `default`
 /// selected. `host` lends buffers to describe the kernel's arguments (nothing runs).
-pub fn source(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, which: Which, host: &Client) -> Result<String, String> {
+pub fn source(
+    entry: &ArmEntry,
+    lifted: &'static Lifted,
+    profile: &Profile,
+    which: Which,
+    host: &Client,
+) -> Result<String, String> {
     // The source of an arm is compiled with a tag that selects it: with several arms for one
     // backend (`cuda if sm >= 90 => …, cuda => …`) another profile's tag compiles another arm.
     if which != Which::Default && entry.site.selected_arm(profile) != Some(entry.arm) {
-        return Err(format!("{profile} does not select arm `{}` of {} (another arm, or `default`, is taken there)", entry.label(), entry.site.id));
+        return Err(format!(
+            "{profile} does not select arm `{}` of {} (another arm, or `default`, is taken there)",
+            entry.label(),
+            entry.site.id
+        ));
     }
     let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
     let target = match which {
         Which::Arm => Target::from_parts(Some(*profile), exec).only(entry.site.id),
         Which::Default => Target::from_parts(None, exec),
-        Which::Emulated => Target::from_parts(Some(*profile), Exec { executor: Executor::Cpu, plane: 1 }).only(entry.site.id),
+        Which::Emulated => {
+            Target::from_parts(Some(*profile), Exec { executor: Executor::Cpu, plane: 1 }).only(entry.site.id)
+        }
     };
     compile(lifted, target, Arc::new(properties(profile)), profile, Codegen::of(profile.backend), host)
 }
@@ -226,7 +240,10 @@ pub const SHARED_MEMORY_ON_SPIRV: &str = "not launched: the kernel uses shared m
 pub fn same_program(lifted: &'static Lifted, a: Target, b: Target, client: &Client) -> Result<bool, String> {
     let profile = a.arms().or(b.arms()).copied().unwrap_or(Profile::references(Backend::Cuda)[0]);
     // Kernel names hash the tag, which always differs between the two: compare the code alone.
-    let text = |t: Target| compile(lifted, t, client.properties_shared(), &profile, Codegen::CudaCpp, client).map(|c| crate::canonical::canonical(&c));
+    let text = |t: Target| {
+        compile(lifted, t, client.properties_shared(), &profile, Codegen::CudaCpp, client)
+            .map(|c| crate::canonical::canonical(&c))
+    };
     Ok(text(a)? == text(b)?)
 }
 
@@ -243,7 +260,12 @@ fn compile(
 
 /// `lifted` expanded with `target` for a device of `device`'s properties (`host` lends
 /// buffers to describe the arguments; nothing runs).
-pub fn define(lifted: &'static Lifted, target: Target, device: Arc<DeviceProperties>, host: &Client) -> crate::lifted::Definition {
+pub fn define(
+    lifted: &'static Lifted,
+    target: Target,
+    device: Arc<DeviceProperties>,
+    host: &Client,
+) -> crate::lifted::Definition {
     let cubes = 1;
     let lanes = lifted.cube_dim as usize;
     let mut buffers: Vec<(cubecl::server::Handle, usize)> = lifted
@@ -285,7 +307,11 @@ fn both_sources(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> R
 /// One row of the intrinsic table: one of the intrinsic's check arms, compiled for the row's
 /// backend, contains the row's instruction and that check's `default` does not. (An intrinsic
 /// with several checks, one per element type say, may emit a different instruction in each.)
-pub fn check_row(i: &'static crate::intrinsic::Intrinsic, row: &'static crate::intrinsic::Lowering, host: &Client) -> Result<(), String> {
+pub fn check_row(
+    i: &'static crate::intrinsic::Intrinsic,
+    row: &'static crate::intrinsic::Lowering,
+    host: &Client,
+) -> Result<(), String> {
     let entries: Vec<&'static ArmEntry> =
         i.check_arms().into_iter().filter(|e| e.spec().backends.contains(&row.backend)).collect();
     if entries.is_empty() {
@@ -295,7 +321,12 @@ pub fn check_row(i: &'static crate::intrinsic::Intrinsic, row: &'static crate::i
     let mut failures = Vec::new();
     for entry in entries {
         let Some(profile) = profile_for(entry, row.backend, row.requires) else {
-            failures.push(format!("{}: no reference {} device meets the guard of `{}`", i.name, row.backend, entry.name()));
+            failures.push(format!(
+                "{}: no reference {} device meets the guard of `{}`",
+                i.name,
+                row.backend,
+                entry.name()
+            ));
             continue;
         };
         let (arm, default) = both_sources(entry, &profile, host)?;
@@ -308,7 +339,11 @@ pub fn check_row(i: &'static crate::intrinsic::Intrinsic, row: &'static crate::i
                 excerpt(&arm)
             ));
         } else if default.contains(row.instruction) {
-            failures.push(format!("`{}` appears in the {codegen} of `{}`'s `default` too: the arm leaves a trace", row.instruction, entry.name()));
+            failures.push(format!(
+                "`{}` appears in the {codegen} of `{}`'s `default` too: the arm leaves a trace",
+                row.instruction,
+                entry.name()
+            ));
         } else {
             return Ok(());
         }
@@ -337,7 +372,9 @@ pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> R
     // The table holds every intrinsic of the backend, generic operators among them (`exact::div`
     // is ` / `): what the arm must show is an instruction `default` lacks, not that it shares none.
     if emitted.iter().all(|p| default.contains(p)) {
-        return Err(format!("{emitted:?} also appear in `default`: the arm emits no instruction of the table that `default` does not"));
+        return Err(format!(
+            "{emitted:?} also appear in `default`: the arm emits no instruction of the table that `default` does not"
+        ));
     }
     Ok(())
 }
@@ -348,7 +385,12 @@ pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> R
 /// their longest common subsequence holds, from 0 (nothing shared) to 1 (the same program).
 /// A CPU proof of an arm whose emulation and `default` are nearly the same program shows
 /// little: what they share cancels out of the comparison.
-pub fn shared_lines(entry: &ArmEntry, lifted: &'static Lifted, profile: &Profile, host: &Client) -> Result<f64, String> {
+pub fn shared_lines(
+    entry: &ArmEntry,
+    lifted: &'static Lifted,
+    profile: &Profile,
+    host: &Client,
+) -> Result<f64, String> {
     let emulated = crate::canonical::canonical(&source(entry, lifted, profile, Which::Emulated, host)?);
     let default = crate::canonical::canonical(&source(entry, lifted, profile, Which::Default, host)?);
     let (a, b): (Vec<&str>, Vec<&str>) = (body_lines(&emulated), body_lines(&default));

@@ -39,7 +39,12 @@ impl MachineCode {
 /// The evidence of an arm whose source holds the table's `instructions`: for each, the machine
 /// instructions the table promises (`crate::intrinsic::sass_of`), and those the arm's listing
 /// lacks (none of a row's alternatives found); and the arm's opcodes that `default`'s lacks.
-pub fn judge(backend: Backend, instructions: &[String], arm: &MachineCode, default: &MachineCode) -> MachineCodeEvidence {
+pub fn judge(
+    backend: Backend,
+    instructions: &[String],
+    arm: &MachineCode,
+    default: &MachineCode,
+) -> MachineCodeEvidence {
     let mut evidence = MachineCodeEvidence {
         how: arm.how.clone(),
         arm_only: arm.opcodes.iter().filter(|o| !default.opcodes.contains(o)).cloned().collect(),
@@ -51,7 +56,8 @@ pub fn judge(backend: Backend, instructions: &[String], arm: &MachineCode, defau
             continue;
         }
         let row = format!("{instruction} → {}", promised.join(" or "));
-        let seen: Vec<&String> = arm.opcodes.iter().filter(|o| promised.iter().any(|p| MachineCode::matches(o, p))).collect();
+        let seen: Vec<&String> =
+            arm.opcodes.iter().filter(|o| promised.iter().any(|p| MachineCode::matches(o, p))).collect();
         if seen.is_empty() {
             evidence.missing.push(row.clone());
         }
@@ -79,7 +85,10 @@ pub fn parse_sass(listing: &str) -> Vec<String> {
         let mut words = rest.split_whitespace().skip_while(|w| w.starts_with('@'));
         let Some(op) = words.next() else { continue };
         let op = op.trim_end_matches(';');
-        if !op.is_empty() && op.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && !opcodes.iter().any(|o| o == op) {
+        if !op.is_empty()
+            && op.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && !opcodes.iter().any(|o| o == op)
+        {
             opcodes.push(op.to_string());
         }
     }
@@ -96,11 +105,10 @@ pub fn cuda(source: &str, sm: u32) -> Result<MachineCode, String> {
     let file = dir.join(format!("{}.cubin", crate::ledger::code_hash(source)));
     std::fs::write(&file, &cubin).map_err(|e| format!("{}: {e}", file.display()))?;
     let tool = cuda_tool("cuobjdump");
-    let out = std::process::Command::new(&tool)
-        .arg("-sass")
-        .arg(&file)
-        .output()
-        .map_err(|e| format!("{} -sass: {e} (the CUDA toolkit's cuobjdump disassembles the kernel)", tool.display()))?;
+    let out =
+        std::process::Command::new(&tool).arg("-sass").arg(&file).output().map_err(|e| {
+            format!("{} -sass: {e} (the CUDA toolkit's cuobjdump disassembles the kernel)", tool.display())
+        })?;
     let _ = std::fs::remove_file(&file);
     if !out.status.success() {
         return Err(format!("{} -sass failed: {}", tool.display(), String::from_utf8_lossy(&out.stderr)));
@@ -112,7 +120,10 @@ pub fn cuda(source: &str, sm: u32) -> Result<MachineCode, String> {
         Err(_) => "?".into(),
     };
     Ok(MachineCode {
-        how: format!("NVRTC {version} CUBIN for {}, same source and options as the launch; `cuobjdump -sass`", arch(sm)),
+        how: format!(
+            "NVRTC {version} CUBIN for {}, same source and options as the launch; `cuobjdump -sass`",
+            arch(sm)
+        ),
         opcodes: parse_sass(&String::from_utf8_lossy(&out.stdout)),
     })
 }
@@ -139,7 +150,11 @@ fn nvrtc_cubin(source: &str, sm: u32) -> Result<Vec<u8>, String> {
     use cudarc::nvrtc::{result, sys};
     let include = cuda_home().join("include");
     let cccl = include.join("cccl");
-    let mut options = vec![format!("--gpu-architecture={}", arch(sm)), format!("--include-path={}", include.display()), "-lineinfo".to_string()];
+    let mut options = vec![
+        format!("--gpu-architecture={}", arch(sm)),
+        format!("--include-path={}", include.display()),
+        "-lineinfo".to_string(),
+    ];
     if cccl.exists() {
         options.push(format!("--include-path={}", cccl.display()));
     }

@@ -116,7 +116,13 @@ pub struct DeviceLedger {
 impl DeviceLedger {
     /// A view of `device` (of `profile`) with `records` (those of other devices are dropped)
     /// and the facts of its arms, leaked: one per device and process.
-    pub fn leak(device: Fingerprint, profile: Profile, policy: Policy, records: Vec<Record>, facts: Vec<((String, String), ArmFacts)>) -> &'static DeviceLedger {
+    pub fn leak(
+        device: Fingerprint,
+        profile: Profile,
+        policy: Policy,
+        records: Vec<Record>,
+        facts: Vec<((String, String), ArmFacts)>,
+    ) -> &'static DeviceLedger {
         let records = records.into_iter().filter(|r| r.device.same_device(&device)).collect();
         Box::leak(Box::new(DeviceLedger { device, profile, policy, records, facts }))
     }
@@ -157,21 +163,24 @@ impl DeviceLedger {
                         r.note.as_deref().unwrap_or("no note")
                     ));
                 }
-                if stale.is_none() {
-                    return None;
-                }
+                // Current code hashes: the arm runs.
+                stale.as_ref()?;
             }
             Some(r) => return Some(format!("the ledger's record on this device: {}", r.why())),
             None => {}
         }
         // A measured "no" under another driver of the same device still holds.
-        if let Some(r) = self.records.iter().filter(mine).find(|r| !r.decision.selects_arm() && r.decision != Decision::Unverified) {
+        if let Some(r) =
+            self.records.iter().filter(mine).find(|r| !r.decision.selects_arm() && r.decision != Decision::Unverified)
+        {
             return Some(format!("the ledger's record of this device under driver `{}`: {}", r.device.driver, r.why()));
         }
         if self.policy == Policy::Strict {
             return Some(match stale {
                 Some(why) => format!("strict policy, and the record of this device is stale: {why}"),
-                None => "strict policy, and the ledger has no `flipped` record of this arm on this device and driver".into(),
+                None => {
+                    "strict policy, and the ledger has no `flipped` record of this arm on this device and driver".into()
+                }
             });
         }
         match facts {
@@ -179,7 +188,9 @@ impl DeviceLedger {
             Some(f) => match (&f.needs_device_evidence, stale) {
                 (None, _) => None,
                 (Some(why), Some(stale)) => Some(format!("the record of this device is stale ({stale}), and {why}")),
-                (Some(why), None) => Some(format!("no record of this device shows it exact, and {why} (`islands gate` measures it)")),
+                (Some(why), None) => {
+                    Some(format!("no record of this device shows it exact, and {why} (`islands gate` measures it)"))
+                }
             },
         }
     }
@@ -224,10 +235,36 @@ mod tests {
             island: "k#0".into(),
             arm: "cuda".into(),
             device: device(driver),
-            code: CodeHashes { codegen: "CUDA C++".into(), arm: code_hash("a"), default: code_hash("d"), emulation: code_hash("e") },
-            proof: ProofEvidence { verdict: "proven".into(), seed: "0x1".into(), depth: 1, inputs: 64, contract: "bit-exact".into() },
-            conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec!["__dp4a(".into()], report: None, machine_code: None },
-            speed: Some(SpeedEvidence { arm_us: 2.0, default_us: 1.0, speedup: 0.5, threshold: 0.97, lanes: 1, dispatches: 1, rounds: 1, ratios: vec![0.5] }),
+            code: CodeHashes {
+                codegen: "CUDA C++".into(),
+                arm: code_hash("a"),
+                default: code_hash("d"),
+                emulation: code_hash("e"),
+            },
+            proof: ProofEvidence {
+                verdict: "proven".into(),
+                seed: "0x1".into(),
+                depth: 1,
+                inputs: 64,
+                contract: "bit-exact".into(),
+            },
+            conformance: ConformanceEvidence {
+                verdict: "proven".into(),
+                native: true,
+                instructions: vec!["__dp4a(".into()],
+                report: None,
+                machine_code: None,
+            },
+            speed: Some(SpeedEvidence {
+                arm_us: 2.0,
+                default_us: 1.0,
+                speedup: 0.5,
+                threshold: 0.97,
+                lanes: 1,
+                dispatches: 1,
+                rounds: 1,
+                ratios: vec![0.5],
+            }),
             decision,
             note: None,
             date: "2026-12-01".into(),
@@ -264,33 +301,57 @@ mod tests {
         let flipped = view(Policy::Strict, vec![record(Decision::Flipped, "nvidia 580")], device_defined());
         assert_eq!(flipped.veto("k#0", "cuda"), None);
         // The exact device's own record decides over an older driver's.
-        let both = view(Policy::Trust, vec![record(Decision::Failed, "nvidia 575"), record(Decision::Flipped, "nvidia 580")], device_defined());
+        let both = view(
+            Policy::Trust,
+            vec![record(Decision::Failed, "nvidia 575"), record(Decision::Flipped, "nvidia 580")],
+            device_defined(),
+        );
         assert_eq!(both.veto("k#0", "cuda"), None);
     }
 
     #[test]
     fn a_stale_flip_is_not_taken() {
         let stale = ArmFacts { stale: Some("the arm's code changed".into()), ..device_defined() };
-        let why = view(Policy::Trust, vec![record(Decision::Flipped, "nvidia 580")], stale.clone()).veto("k#0", "cuda").unwrap();
+        let why = view(Policy::Trust, vec![record(Decision::Flipped, "nvidia 580")], stale.clone())
+            .veto("k#0", "cuda")
+            .unwrap();
         assert!(why.contains("stale"), "{why}");
-        assert!(view(Policy::Strict, vec![record(Decision::Flipped, "nvidia 580")], stale).veto("k#0", "cuda").is_some());
+        assert!(
+            view(Policy::Strict, vec![record(Decision::Flipped, "nvidia 580")], stale).veto("k#0", "cuda").is_some()
+        );
         // A defined arm still runs on its CPU proof when its record went stale.
         let defined = ArmFacts { stale: Some("changed".into()), needs_device_evidence: None };
-        assert_eq!(view(Policy::Trust, vec![record(Decision::Flipped, "nvidia 580")], defined).veto("k#0", "cuda"), None);
+        assert_eq!(
+            view(Policy::Trust, vec![record(Decision::Flipped, "nvidia 580")], defined).veto("k#0", "cuda"),
+            None
+        );
     }
 
     #[test]
     fn unverified_runs_only_when_just_the_timing_is_missing() {
-        let timing_only = Record { speed: None, note: Some("bit-exact half only (no timing)".into()), ..record(Decision::Unverified, "nvidia 580") };
+        let timing_only = Record {
+            speed: None,
+            note: Some("bit-exact half only (no timing)".into()),
+            ..record(Decision::Unverified, "nvidia 580")
+        };
         assert_eq!(view(Policy::Trust, vec![timing_only.clone()], device_defined()).veto("k#0", "cuda"), None);
         assert!(view(Policy::Strict, vec![timing_only.clone()], device_defined()).veto("k#0", "cuda").is_some());
         let errored = Record {
-            conformance: ConformanceEvidence { verdict: "ERROR".into(), native: false, instructions: vec![], report: None, machine_code: None },
+            conformance: ConformanceEvidence {
+                verdict: "ERROR".into(),
+                native: false,
+                instructions: vec![],
+                report: None,
+                machine_code: None,
+            },
             ..timing_only.clone()
         };
         let why = view(Policy::Trust, vec![errored], ArmFacts::default()).veto("k#0", "cuda").unwrap();
         assert!(why.contains("unverified"), "{why}");
-        let no_instruction = Record { conformance: ConformanceEvidence { instructions: vec![], ..timing_only.conformance.clone() }, ..timing_only };
+        let no_instruction = Record {
+            conformance: ConformanceEvidence { instructions: vec![], ..timing_only.conformance.clone() },
+            ..timing_only
+        };
         assert!(view(Policy::Trust, vec![no_instruction], ArmFacts::default()).veto("k#0", "cuda").is_some());
     }
 

@@ -13,11 +13,11 @@ use crate::readback::{panic_text, read};
 use crate::registry::ArmEntry;
 use crate::report::{Compared, Outputs, VALUE};
 use crate::target::Selection;
-use crate::value::{Group, Rng, seed_for};
 use crate::target::Target;
-use island_vocab::{Expect, Profile};
+use crate::value::{Group, Rng, seed_for};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
+use island_vocab::{Expect, Profile};
 use serde::Serialize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -52,7 +52,8 @@ impl ProofOptions {
         let mut options = ProofOptions::default();
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         if let Some(s) = var("ISLANDS_SEED") {
-            options.seed = parse_seed(s.trim()).ok_or_else(|| format!("ISLANDS_SEED=`{s}` is not a decimal or 0x-hex number"))?;
+            options.seed =
+                parse_seed(s.trim()).ok_or_else(|| format!("ISLANDS_SEED=`{s}` is not a decimal or 0x-hex number"))?;
         }
         if let Some(s) = var("ISLANDS_LANES") {
             options.lanes = Some(s.trim().parse().map_err(|_| format!("ISLANDS_LANES=`{s}` is not a lane count"))?);
@@ -134,7 +135,8 @@ impl ProofRun {
     pub fn passed(&self) -> bool {
         matches!(
             (&self.verdict, self.expect),
-            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch | Expect::DefaultMismatch) | (Verdict::Mismatch { .. }, Expect::Mismatch)
+            (Verdict::Proven, Expect::Equal | Expect::NativeMismatch | Expect::DefaultMismatch)
+                | (Verdict::Mismatch { .. }, Expect::Mismatch)
         )
     }
 
@@ -181,8 +183,12 @@ pub fn selects(entry: &ArmEntry, profile: &Profile) -> bool {
 /// nothing new), with the profiles each stands for. Profiles whose programs cannot be expanded
 /// are kept, so that the proof reports why.
 pub fn distinct_profiles(entry: &'static ArmEntry, client: &Client) -> Vec<(Profile, Vec<Profile>)> {
-    let ProofSpec::Lifted(lifted) = &entry.proof else { return profiles_for(entry).into_iter().map(|p| (p, vec![])).collect() };
-    let mut kept: Vec<(Profile, Vec<Profile>, Option<(String, String)>)> = Vec::new();
+    let ProofSpec::Lifted(lifted) = &entry.proof else {
+        return profiles_for(entry).into_iter().map(|p| (p, vec![])).collect();
+    };
+    // (profile, the profiles it stands for, its arm's and default's canonical programs)
+    type Kept = (Profile, Vec<Profile>, Option<(String, String)>);
+    let mut kept: Vec<Kept> = Vec::new();
     for profile in profiles_for(entry) {
         let programs = (|| -> Result<(String, String), String> {
             let emulated = crate::lowering::source(entry, lifted, &profile, crate::lowering::Which::Emulated, client)?;
@@ -285,7 +291,10 @@ pub struct Side<'a> {
 
 impl Side<'_> {
     fn name(&self) -> crate::report::SideName {
-        crate::report::SideName { label: self.label, description: format!("`{}` runtime ({})", self.client.name(), self.target) }
+        crate::report::SideName {
+            label: self.label,
+            description: format!("`{}` runtime ({})", self.client.name(), self.target),
+        }
     }
 }
 
@@ -297,11 +306,7 @@ fn both_default(a: &Side<'_>, b: &Side<'_>) -> bool {
 /// The contract two sides are held to: the arm's under `profile`, or byte equality when
 /// neither side takes an arm (`default` is normative: it defines the bytes everywhere).
 pub(crate) fn contract_of(lifted: &Lifted, profile: &Profile, a: &Side<'_>, b: &Side<'_>) -> crate::contract::Contract {
-    if both_default(a, b) {
-        crate::contract::Contract::Exact
-    } else {
-        lifted.contract_for(profile)
-    }
+    if both_default(a, b) { crate::contract::Contract::Exact } else { lifted.contract_for(profile) }
 }
 
 /// The row of a comparison before it runs: proven until shown otherwise.
@@ -339,9 +344,7 @@ fn groups_of(lifted: &Lifted, cubes: u32) -> Vec<Vec<Group>> {
         .map(|p| if p.kind.is_float() { Group::FLOAT_EDGES.len() } else { Group::INT_EDGES.len() })
         .max()
         .unwrap_or(0);
-    (0..cubes as usize)
-        .map(|c| lifted.params.iter().map(|p| p.kind.group_at(c, edge_cubes)).collect())
-        .collect()
+    (0..cubes as usize).map(|c| lifted.params.iter().map(|p| p.kind.group_at(c, edge_cubes)).collect()).collect()
 }
 
 /// Cubes a run needs for every edge group of its inputs and `depth`'s random groups.
@@ -418,7 +421,8 @@ pub(crate) fn compare_sides(
         // The bound of an accumulation contract: the reference on the inputs' magnitudes.
         let contract = contract_of(lifted, &profile, &a, &b);
         let magnitudes = if contract.needs_magnitudes() {
-            let abs: Vec<Vec<u8>> = lifted.params.iter().zip(&inputs).map(|(p, bytes)| p.kind.magnitudes(bytes)).collect();
+            let abs: Vec<Vec<u8>> =
+                lifted.params.iter().zip(&inputs).map(|(p, bytes)| p.kind.magnitudes(bytes)).collect();
             Some(execute(b.client, lifted, cubes, &abs, b.target, 0x5a)?)
         } else {
             None
@@ -431,7 +435,18 @@ pub(crate) fn compare_sides(
         }
         let mask = want.dont_care.as_deref();
         let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref(), dont_care: mask };
-        let found = crate::report::compare(entry, lifted, &profile, contract, (&a.name(), &b.name()), &inputs, &groups, outputs, (options.seed, seed), lanes);
+        let found = crate::report::compare(
+            entry,
+            lifted,
+            &profile,
+            contract,
+            (&a.name(), &b.name()),
+            &inputs,
+            &groups,
+            outputs,
+            (options.seed, seed),
+            lanes,
+        );
         if found.is_some() {
             return Ok(found);
         }
@@ -442,9 +457,14 @@ pub(crate) fn compare_sides(
                 for (side, clean, poison) in [(&a, &got, 0xa5), (&b, &want, 0x5a)] {
                     let dirty = execute(side.client, lifted, cubes, &tainted, side.target, poison)?;
                     if dirty.dont_care.as_deref() != Some(mask) {
-                        return Err("the taint run changed the `dont_care` mask, which must read only the inputs it names".into());
+                        return Err(
+                            "the taint run changed the `dont_care` mask, which must read only the inputs it names"
+                                .into(),
+                        );
                     }
-                    if let Some(d) = taint_difference(entry, lifted, &profile, side, (clean, &dirty), mask, (options.seed, seed)) {
+                    if let Some(d) =
+                        taint_difference(entry, lifted, &profile, side, (clean, &dirty), mask, (options.seed, seed))
+                    {
                         return Ok(Some(d));
                     }
                 }
@@ -566,7 +586,12 @@ pub fn launch_args<'a>(
 
 /// The proof of `entry`'s arm under one profile (`profile` need not be a reference profile:
 /// the gate proves an arm under the present device's own).
-pub fn prove_profile(entry: &'static ArmEntry, profile: Profile, client: &Client, options: &ProofOptions) -> Option<ProofRun> {
+pub fn prove_profile(
+    entry: &'static ArmEntry,
+    profile: Profile,
+    client: &Client,
+    options: &ProofOptions,
+) -> Option<ProofRun> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     Some(prove_one(entry, lifted, profile, client, options))
 }
@@ -636,7 +661,12 @@ fn execute(
         }
     }
     if let Some(kind) = lifted.output {
-        outputs.push((VALUE.to_string(), kind, lifted.output_width, read(client, handles[lifted.params.len()].clone())?));
+        outputs.push((
+            VALUE.to_string(),
+            kind,
+            lifted.output_width,
+            read(client, handles[lifted.params.len()].clone())?,
+        ));
     }
     let dont_care = match lifted.mask_buffer() {
         Some(i) => {
@@ -648,4 +678,3 @@ fn execute(
     };
     Ok(Outputs { buffers: outputs, dont_care })
 }
-

@@ -31,4 +31,3 @@ pub fn first_lines(text: &str, n: usize) -> String {
     }
     lines.join("\n")
 }
-

@@ -79,7 +79,9 @@ pub fn compare(
 ) -> Option<Difference> {
     let mut found: Option<Difference> = None;
     let mut differing_cubes = std::collections::BTreeSet::new();
-    for (o, ((name, kind, width, got), (_, _, _, want))) in outputs.got.buffers.iter().zip(&outputs.want.buffers).enumerate() {
+    for (o, ((name, kind, width, got), (_, _, _, want))) in
+        outputs.got.buffers.iter().zip(&outputs.want.buffers).enumerate()
+    {
         let n = got.len() / kind.size();
         let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.buffers[o].3, i));
         let differing: Vec<usize> = (0..n)
@@ -131,7 +133,8 @@ pub fn compare(
             let _ = writeln!(r, "    Σ|terms|  = {}", kind.show(m));
         }
         if let Some(g) = groups.get(cube) {
-            let held: Vec<String> = lifted.params.iter().zip(g).map(|(p, g)| format!("{}: {}", p.name, g.name())).collect();
+            let held: Vec<String> =
+                lifted.params.iter().zip(g).map(|(p, g)| format!("{}: {}", p.name, g.name())).collect();
             let _ = writeln!(r, "    cube {cube} holds {}", held.join(", "));
         }
         if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {

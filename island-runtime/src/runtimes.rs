@@ -86,7 +86,9 @@ impl RuntimeName {
                     <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&device)
                 }
                 #[cfg(feature = "wgpu")]
-                RuntimeName::Device(Backend::WebGpu) => <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&Default::default()),
+                RuntimeName::Device(Backend::WebGpu) => {
+                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&Default::default())
+                }
                 #[cfg(feature = "cuda")]
                 RuntimeName::Device(Backend::Cuda) => cubecl::cuda::CudaRuntime::client(&Default::default()),
                 #[cfg(feature = "hip")]
@@ -100,9 +102,8 @@ impl RuntimeName {
                 _ => unreachable!("checked by `built`"),
             }
         };
-        std::panic::catch_unwind(make).map_err(|p| {
-            format!("no `{self}` device could be opened: {}", crate::readback::panic_text(&p))
-        })
+        std::panic::catch_unwind(make)
+            .map_err(|p| format!("no `{self}` device could be opened: {}", crate::readback::panic_text(&p)))
     }
 }
 
@@ -129,7 +130,13 @@ mod tests {
             assert_eq!(RuntimeName::parse(r.as_str()), Some(r));
         }
         // Each backend's runtime is the executor CubeCL's client names map to.
-        for (client, backend) in [("cuda", Backend::Cuda), ("hip", Backend::Hip), ("wgpu<spirv>", Backend::Vulkan), ("wgpu<msl>", Backend::Metal), ("wgpu<wgsl>", Backend::WebGpu)] {
+        for (client, backend) in [
+            ("cuda", Backend::Cuda),
+            ("hip", Backend::Hip),
+            ("wgpu<spirv>", Backend::Vulkan),
+            ("wgpu<msl>", Backend::Metal),
+            ("wgpu<wgsl>", Backend::WebGpu),
+        ] {
             assert_eq!(Executor::from_client_name(client).backend(), Some(backend));
             assert!(RuntimeName::ALL.contains(&RuntimeName::Device(backend)));
         }

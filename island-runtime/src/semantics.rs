@@ -94,11 +94,10 @@ pub fn needs_device_evidence(entry: &'static ArmEntry, profile: &Profile, host: 
     match native_uses(entry, profile, host) {
         Err(e) => Some(format!("its native lowerings could not be traced ({e})")),
         Ok(uses) => {
-            let decided: Vec<String> = uses
-                .iter()
-                .filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name())))
-                .collect();
-            (!decided.is_empty()).then(|| format!("it lowers {} natively, which the device decides", decided.join(", ")))
+            let decided: Vec<String> =
+                uses.iter().filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name()))).collect();
+            (!decided.is_empty())
+                .then(|| format!("it lowers {} natively, which the device decides", decided.join(", ")))
         }
     }
 }

@@ -9,8 +9,8 @@
 //!   that device's semantics otherwise (the CPU runtime running a `cuda` arm, say).
 
 use crate::policy::DeviceLedger;
-use island_vocab::{Backend, Executor, Profile, Site};
 use cubecl::prelude::Client;
+use island_vocab::{Backend, Executor, Profile, Site};
 use serde::Serialize;
 use std::fmt;
 
@@ -227,9 +227,11 @@ impl Target {
             Selection::Default(reason) => {
                 match &reason {
                     DefaultReason::GuardUnmet { .. } => log::info!("islands: {} takes `default`: {reason}", site.id),
-                    DefaultReason::Ledger { arm, reason: why } => crate::policy::log_once(format!("{}::{arm}: {why}", site.id), || {
-                        format!("islands: {} takes `default`: {reason}", site.id)
-                    }),
+                    DefaultReason::Ledger { arm, reason: why } => {
+                        crate::policy::log_once(format!("{}::{arm}: {why}", site.id), || {
+                            format!("islands: {} takes `default`: {reason}", site.id)
+                        })
+                    }
                     _ => {}
                 }
                 site.arms.len()

@@ -30,7 +30,9 @@ pub trait ProofValue {
     const WIDTH: usize = 1;
 }
 
-impl<T: ProofValue + cubecl::prelude::Scalar, const N: usize> ProofValue for cubecl::prelude::Vector<T, cubecl::prelude::Const<N>> {
+impl<T: ProofValue + cubecl::prelude::Scalar, const N: usize> ProofValue
+    for cubecl::prelude::Vector<T, cubecl::prelude::Const<N>>
+{
     const KIND: ValueKind = T::KIND;
     const WIDTH: usize = N;
 }
@@ -140,12 +142,10 @@ impl ValueKind {
             ],
             ValueKind::I64 | ValueKind::U64 => vec![1 << 63, (1 << 63) - 1, 0, u64::MAX, 1],
             ValueKind::F16 => vec![
-                0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7e2a, 0xfd55, 0x0001, 0x03ff, 0x0400,
-                0x7bff, 0x3c00, 0xbc00,
+                0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7e2a, 0xfd55, 0x0001, 0x03ff, 0x0400, 0x7bff, 0x3c00, 0xbc00,
             ],
             ValueKind::BF16 => vec![
-                0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x7fc5, 0xff81, 0x0001, 0x007f, 0x0080,
-                0x7f7f, 0x3f80, 0xbf80,
+                0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x7fc5, 0xff81, 0x0001, 0x007f, 0x0080, 0x7f7f, 0x3f80, 0xbf80,
             ],
             ValueKind::F32 => vec![
                 0x0000_0000, // +0
@@ -312,7 +312,7 @@ impl ValueKind {
             // −v first is finite and one that adds two vs first overflows: whether a sum
             // overflows depends on its order. Every input holds them in the same positions, so
             // lane-wise products of two overflow.
-            Group::Overflow if i % 4 == 0 => make(false, max_exp - 1, mantissa(rng)),
+            Group::Overflow if i.is_multiple_of(4) => make(false, max_exp - 1, mantissa(rng)),
             Group::Overflow => normal(rng, 3),
             // The partner of each value (x, -x) is made by `fill`.
             Group::Cancellation => normal(rng, 3),
@@ -320,7 +320,7 @@ impl ValueKind {
                 // One value B in four, the rest exactly half an ulp of B: every B + half is a
                 // rounding tie, and the sum depends on the order of the additions.
                 let exp = bias + rng.below(3);
-                if i % 4 == 0 { make(false, exp, 0) } else { make(false, exp - u64::from(m) - 1, 0) }
+                if i.is_multiple_of(4) { make(false, exp, 0) } else { make(false, exp - u64::from(m) - 1, 0) }
             }
             Group::NaNs => make(sign(rng), max_exp, 1 + rng.below((1u64 << m) - 1)),
             // One infinity of random sign in sixteen values, shifted by one per input; each input
@@ -418,9 +418,7 @@ impl ValueKind {
         let size_bits = self.size() * 8;
         let sign = 1u64 << (size_bits - 1);
         // Map sign-magnitude bits onto a monotonic integer line.
-        let key = |x: u64| -> i128 {
-            if x & sign != 0 { -((x & !sign) as i128) } else { x as i128 }
-        };
+        let key = |x: u64| -> i128 { if x & sign != 0 { -((x & !sign) as i128) } else { x as i128 } };
         (key(a) - key(b)).unsigned_abs() as u64
     }
 

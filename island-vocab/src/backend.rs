@@ -24,13 +24,7 @@ pub enum Backend {
 
 impl Backend {
     /// Every backend, in the order the CLI and the docs list them.
-    pub const ALL: [Backend; 5] = [
-        Backend::Cuda,
-        Backend::Hip,
-        Backend::Vulkan,
-        Backend::Metal,
-        Backend::WebGpu,
-    ];
+    pub const ALL: [Backend; 5] = [Backend::Cuda, Backend::Hip, Backend::Vulkan, Backend::Metal, Backend::WebGpu];
 
     /// The keyword an arm uses for this backend.
     pub const fn keyword(self) -> &'static str {
@@ -107,7 +101,8 @@ pub enum Executor {
 
 impl Executor {
     /// Every client name CubeCL 0.11's runtimes report that [`Executor::from_client_name`] knows.
-    pub const CLIENT_NAMES: [&'static str; 7] = ["cpu", "cuda", "hip", "metal", "wgpu<msl>", "wgpu<spirv>", "wgpu<wgsl>"];
+    pub const CLIENT_NAMES: [&'static str; 7] =
+        ["cpu", "cuda", "hip", "metal", "wgpu<msl>", "wgpu<spirv>", "wgpu<wgsl>"];
 
     /// Classifies a CubeCL client name (`client.name()`).
     pub fn from_client_name(name: &'static str) -> Executor {

@@ -102,15 +102,20 @@ const CUDA_MMA: &[Mma] = &[
     mma(Elem::BF16, Elem::BF16, Elem::F32, 16, 16, 16),
 ];
 
-const RDNA_MMA: &[Mma] = &[
-    mma(Elem::I8, Elem::I8, Elem::I32, 16, 16, 16),
-    mma(Elem::F16, Elem::F16, Elem::F32, 16, 16, 16),
-];
+const RDNA_MMA: &[Mma] =
+    &[mma(Elem::I8, Elem::I8, Elem::I32, 16, 16, 16), mma(Elem::F16, Elem::F16, Elem::F32, 16, 16, 16)];
 
 const METAL_MMA: &[Mma] = &[mma(Elem::F16, Elem::F16, Elem::F32, 8, 8, 8)];
 
 impl Profile {
-    const fn new(backend: Backend, name: &'static str, plane: u32, sm: u32, dp4a: bool, mma: &'static [Mma]) -> Profile {
+    const fn new(
+        backend: Backend,
+        name: &'static str,
+        plane: u32,
+        sm: u32,
+        dp4a: bool,
+        mma: &'static [Mma],
+    ) -> Profile {
         Profile { backend, name, plane, sm, dp4a, mma }
     }
 

@@ -59,8 +59,9 @@ impl fmt::Display for Semantics {
 /// Whether a Rust type (as `std::any::type_name` prints it, or as written: `f32`,
 /// `half::binary16::f16`, `Vector<f32, 4>`) names one of CubeCL's floating-point element types.
 pub fn is_float_type(name: &str) -> bool {
-    name.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .any(|word| matches!(word, "f16" | "bf16" | "f32" | "f64" | "flex32" | "tf32" | "e4m3" | "e5m2" | "ue8m0" | "e2m1"))
+    name.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|word| {
+        matches!(word, "f16" | "bf16" | "f32" | "f64" | "flex32" | "tf32" | "e4m3" | "e5m2" | "ue8m0" | "e2m1")
+    })
 }
 
 #[cfg(test)]

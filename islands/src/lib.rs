@@ -37,8 +37,8 @@
 //! SPIR-V generator alone, for lowering checks of Vulkan arms (`vulkan` and `proofs` bring it).
 
 pub use island_intrinsics::{checks, cp_async, dp4a, exact, ldmatrix, mma, mma_sync, plane, portable, stream};
-pub use island_runtime::*;
 pub use island_runtime::__private::cubecl;
+pub use island_runtime::*;
 
 #[cfg(feature = "proofs")]
 pub use proofs;

@@ -333,7 +333,15 @@ fn round_pack(sign: u32, e: i32, g: u32, sticky: bool) -> u32 {
 /// result is normalised by counting bits.
 #[allow(clippy::too_many_arguments)]
 #[cube]
-pub fn tile_f16_fused(a: &[half::f16], lda: u32, b: &[half::f16], ldb: u32, acc: &mut [f32], ldc: u32, #[comptime] k_tiles: u32) {
+pub fn tile_f16_fused(
+    a: &[half::f16],
+    lda: u32,
+    b: &[half::f16],
+    ldb: u32,
+    acc: &mut [f32],
+    ldc: u32,
+    #[comptime] k_tiles: u32,
+) {
     let lane = UNIT_POS % 32;
     #[unroll]
     for j in 0..8u32 {

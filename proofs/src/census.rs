@@ -17,8 +17,8 @@ use island_runtime::{Expect, registry};
 use libtest_mimic::{Failed, Trial};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// What the suite runs, per crate, and on the reference device of conformance.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +67,8 @@ pub const CONFORMANCE: &str = "conformance";
 
 /// Verdicts reached in this process: per scope (a crate, or [`CONFORMANCE`]), the arms that ran
 /// and how many runs reached each verdict.
-static RECORDED: Mutex<BTreeMap<String, (BTreeSet<String>, BTreeMap<String, usize>)>> = Mutex::new(BTreeMap::new());
+type Verdicts = (BTreeSet<String>, BTreeMap<String, usize>);
+static RECORDED: Mutex<BTreeMap<String, Verdicts>> = Mutex::new(BTreeMap::new());
 
 /// Records the verdicts of `entry`'s runs under `scope`.
 pub fn record(scope: &str, entry: &ArmEntry, runs: &[ProofRun]) {
@@ -112,7 +113,11 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
         if profile.name.contains("llvmpipe") {
             let selected: BTreeSet<String> = registry::arms()
                 .iter()
-                .filter(|e| crates.contains(&e.krate) && e.expect != Expect::Mismatch && island_runtime::proof::selects(e, &profile))
+                .filter(|e| {
+                    crates.contains(&e.krate)
+                        && e.expect != Expect::Mismatch
+                        && island_runtime::proof::selects(e, &profile)
+                })
                 .map(|e| e.name())
                 .collect();
             let verdicts = verdicts_of(CONFORMANCE, &selected).unwrap_or_default();

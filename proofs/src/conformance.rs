@@ -17,25 +17,31 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
     let device = match runtime.client() {
         Ok(c) => c,
         Err(e) => {
-            return vec![Trial::test(format!("conformance::{runtime}::device"), move || Err(e.into())).with_kind("conformance")];
+            return vec![
+                Trial::test(format!("conformance::{runtime}::device"), move || Err(e.into())).with_kind("conformance"),
+            ];
         }
     };
     let Some(profile) = island_runtime::device::profile(&device) else {
         let name = device.name();
-        return vec![Trial::test(format!("conformance::{runtime}::device"), move || {
-            Err(format!("`{name}` is not a device islands has arms for").into())
-        })
-        .with_kind("conformance")];
+        return vec![
+            Trial::test(format!("conformance::{runtime}::device"), move || {
+                Err(format!("`{name}` is not a device islands has arms for").into())
+            })
+            .with_kind("conformance"),
+        ];
     };
     let options = match crate::options() {
         Ok(o) => o,
         Err(trials) => return trials,
     };
-    let mut trials = vec![Trial::test(format!("conformance::{runtime}::device::{}", crates.join("+")), move || {
-        println!("{profile}");
-        Ok(())
-    })
-    .with_kind("conformance")];
+    let mut trials = vec![
+        Trial::test(format!("conformance::{runtime}::device::{}", crates.join("+")), move || {
+            println!("{profile}");
+            Ok(())
+        })
+        .with_kind("conformance"),
+    ];
     // Each island's `default` on the device against the CPU's, once per island.
     for entry in registry::islands() {
         if !crates.is_empty() && !crates.contains(&entry.krate) {
@@ -61,19 +67,27 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
     // A known divergence declines only the differences it was measured on: a planted wrong
     // native lowering, which differs on realistic values, must still fail when a record of
     // the device names its island for the subnormal group alone.
-    if let Some(&fixture) = registry::arms().iter().find(|e| e.expect == island_runtime::Expect::NativeMismatch && island_runtime::proof::selects(e, &profile)) {
+    if let Some(&fixture) = registry::arms()
+        .iter()
+        .find(|e| e.expect == island_runtime::Expect::NativeMismatch && island_runtime::proof::selects(e, &profile))
+    {
         let device = device.clone();
         let options = options.clone();
         trials.push(
-            Trial::test(format!("conformance::{runtime}::divergence_scope"), move || divergence_scope(fixture, &device, &options))
-                .with_kind("conformance"),
+            Trial::test(format!("conformance::{runtime}::divergence_scope"), move || {
+                divergence_scope(fixture, &device, &options)
+            })
+            .with_kind("conformance"),
         );
     }
     for &entry in registry::arms() {
         let wanted = crates.is_empty() || crates.contains(&entry.krate);
         // Fixtures of a wrong arm are wrong in their emulation too: only a wrong native
         // lowering (`expect_native_mismatch`) is for conformance to catch.
-        if !wanted || !island_runtime::proof::selects(entry, &profile) || entry.expect == island_runtime::Expect::Mismatch {
+        if !wanted
+            || !island_runtime::proof::selects(entry, &profile)
+            || entry.expect == island_runtime::Expect::Mismatch
+        {
             continue;
         }
         let device = device.clone();
@@ -89,7 +103,11 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
                     None => Err::<_, Failed>("the arm has no proof signature to run".into()),
                 }
             })
-            .with_kind(if entry.expect == island_runtime::Expect::Equal { "conformance" } else { "negative" }),
+            .with_kind(if entry.expect == island_runtime::Expect::Equal {
+                "conformance"
+            } else {
+                "negative"
+            }),
         );
     }
     trials
@@ -104,9 +122,15 @@ fn divergence_scope(
     use island_runtime::proof::Verdict;
     use island_runtime::value::Group;
     let host = cpu()?;
-    let run = island_runtime::conformance::conform(fixture, device, &host, options).ok_or("the fixture has no proof signature")?;
+    let run = island_runtime::conformance::conform(fixture, device, &host, options)
+        .ok_or("the fixture has no proof signature")?;
     let Verdict::Mismatch { cubes, .. } = &run.verdict else {
-        return Err(format!("the fixture `{}` was expected to differ natively: {}", fixture.name(), run.verdict_word()).into());
+        return Err(format!(
+            "the fixture `{}` was expected to differ natively: {}",
+            fixture.name(),
+            run.verdict_word()
+        )
+        .into());
     };
     if !cubes.keys().any(|held| held.contains(&Group::Realistic)) {
         return Err(format!("the fixture differs only in {cubes:?}, not on realistic values").into());
@@ -119,10 +143,15 @@ fn divergence_scope(
         cause: "a test record",
         measured: "-",
     };
-    let narrow = island_runtime::conformance::within_divergence(run.verdict.clone(), Some(&record(&[Group::Subnormals])), "");
+    let narrow =
+        island_runtime::conformance::within_divergence(run.verdict.clone(), Some(&record(&[Group::Subnormals])), "");
     match &narrow {
         Verdict::Mismatch { report, .. } if report.contains("differ outside them") => {}
-        other => return Err(format!("a record of the subnormal group alone covered a realistic-value mismatch: {other:?}").into()),
+        other => {
+            return Err(
+                format!("a record of the subnormal group alone covered a realistic-value mismatch: {other:?}").into()
+            );
+        }
     }
     match island_runtime::conformance::within_divergence(run.verdict, Some(&record(Group::FLOAT)), "") {
         Verdict::Declined { .. } => Ok(()),

@@ -150,9 +150,11 @@ fn calls(tokens: TokenStream, module: &str, out: &mut Vec<(String, String)>) {
             TokenTree::Ident(id) => {
                 let next = tokens.get(i + 1);
                 let direct = matches!(next, Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
-                let turbofish = colon(i + 1) && matches!(tokens.get(i + 3), Some(TokenTree::Punct(p)) if p.as_char() == '<');
+                let turbofish =
+                    colon(i + 1) && matches!(tokens.get(i + 3), Some(TokenTree::Punct(p)) if p.as_char() == '<');
                 if direct || turbofish {
-                    let qualifier = match (i >= 3 && colon(i - 1) && colon(i - 2), i.checked_sub(3).map(|j| &tokens[j])) {
+                    let qualifier = match (i >= 3 && colon(i - 1) && colon(i - 2), i.checked_sub(3).map(|j| &tokens[j]))
+                    {
                         (true, Some(TokenTree::Ident(q))) => q.to_string(),
                         _ => module.to_string(),
                     };
@@ -162,41 +164,6 @@ fn calls(tokens: TokenStream, module: &str, out: &mut Vec<(String, String)>) {
             TokenTree::Group(g) => calls(g.stream(), module, out),
             _ => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scan(src: &str) -> Vec<String> {
-        let dir = std::env::temp_dir().join(format!("islands-independence-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("lib.rs"), src).unwrap();
-        let found = violations(&dir).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        found
-    }
-
-    #[test]
-    fn finds_emulation_in_a_default_and_in_what_it_calls() {
-        let direct = "fn f() { island! { cuda => a(), default => emulation::butterfly(v, 32u32, Reduce::Sum) } }";
-        assert_eq!(scan(direct).len(), 1);
-        let indirect = "fn f() { island! { cuda => a(), default => lib::helper::<f32>(v), } }
-                        fn helper(v: f32) -> f32 { deeper(v) }
-                        fn deeper(v: f32) -> f32 { island_runtime::emulation::gather(v, 8) }";
-        assert_eq!(scan(indirect).len(), 1, "{:?}", scan(indirect));
-        // A function of the same name in another module is not the one called.
-        let elsewhere = "fn f() { island! { cuda => a(), default => other::deeper(v) } }
-                         fn deeper(v: f32) -> f32 { emulation::gather(v, 8) }";
-        assert!(scan(elsewhere).is_empty());
-        // An intrinsic's emulation, called through a helper.
-        let through_helper = "fn f() { island! { cuda => a(), default => lib::helper(a, b, c) } }
-                              fn helper(a: i32, b: i32, c: i32) -> i32 { dp4a::emulate(a, b, c) }";
-        assert_eq!(scan(through_helper).len(), 1, "{:?}", scan(through_helper));
-        let arm_only = "fn f() { island! { cuda => emulation::gather(v, 8), default => tree(v) } } fn tree(v: f32) { v }";
-        assert!(scan(arm_only).is_empty());
     }
 }
 
@@ -218,18 +185,33 @@ pub fn shared_program_trial(crates: &'static [&'static str]) -> libtest_mimic::T
                 continue;
             }
             let island_runtime::lifted::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
-            let Some((profile, _)) = island_runtime::proof::distinct_profiles(entry, &client).into_iter().next() else { continue };
+            let Some((profile, _)) = island_runtime::proof::distinct_profiles(entry, &client).into_iter().next() else {
+                continue;
+            };
             let share = island_runtime::lowering::shared_lines(entry, lifted, &profile, &client)?;
             if share < NEAR_IDENTICAL {
                 continue;
             }
             let same = share >= 1.0
-                && island_runtime::lowering::same_program(lifted, island_runtime::Target::forced(profile, &client).only(entry.site.id), island_runtime::Target::default_arms(&client), &client)?;
+                && island_runtime::lowering::same_program(
+                    lifted,
+                    island_runtime::Target::forced(profile, &client).only(entry.site.id),
+                    island_runtime::Target::default_arms(&client),
+                    &client,
+                )?;
             match TAUTOLOGICAL.iter().find(|(name, _)| *name == entry.name()) {
-                Some((_, evidence)) => report.push(format!("{} shares {:.0} % ({evidence})", entry.name(), share * 100.0)),
+                Some((_, evidence)) => {
+                    report.push(format!("{} shares {:.0} % ({evidence})", entry.name(), share * 100.0))
+                }
                 // Its proof already says so: "device evidence only", never proven.
-                None if same => report.push(format!("{}: the same program; its proof reports device evidence only", entry.name())),
-                None => unexplained.push(format!("{} shares {:.0} % of its program with its emulation", entry.name(), share * 100.0)),
+                None if same => {
+                    report.push(format!("{}: the same program; its proof reports device evidence only", entry.name()))
+                }
+                None => unexplained.push(format!(
+                    "{} shares {:.0} % of its program with its emulation",
+                    entry.name(),
+                    share * 100.0
+                )),
             }
         }
         println!("CPU proofs of nearly the same programs, and their device evidence:\n  {}", report.join("\n  "));
@@ -262,3 +244,39 @@ pub const TAUTOLOGICAL: &[(&str, &str)] = &[
          in every CI run (conformance::vulkan)",
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(src: &str) -> Vec<String> {
+        let dir = std::env::temp_dir().join(format!("islands-independence-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("lib.rs"), src).unwrap();
+        let found = violations(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        found
+    }
+
+    #[test]
+    fn finds_emulation_in_a_default_and_in_what_it_calls() {
+        let direct = "fn f() { island! { cuda => a(), default => emulation::butterfly(v, 32u32, Reduce::Sum) } }";
+        assert_eq!(scan(direct).len(), 1);
+        let indirect = "fn f() { island! { cuda => a(), default => lib::helper::<f32>(v), } }
+                        fn helper(v: f32) -> f32 { deeper(v) }
+                        fn deeper(v: f32) -> f32 { island_runtime::emulation::gather(v, 8) }";
+        assert_eq!(scan(indirect).len(), 1, "{:?}", scan(indirect));
+        // A function of the same name in another module is not the one called.
+        let elsewhere = "fn f() { island! { cuda => a(), default => other::deeper(v) } }
+                         fn deeper(v: f32) -> f32 { emulation::gather(v, 8) }";
+        assert!(scan(elsewhere).is_empty());
+        // An intrinsic's emulation, called through a helper.
+        let through_helper = "fn f() { island! { cuda => a(), default => lib::helper(a, b, c) } }
+                              fn helper(a: i32, b: i32, c: i32) -> i32 { dp4a::emulate(a, b, c) }";
+        assert_eq!(scan(through_helper).len(), 1, "{:?}", scan(through_helper));
+        let arm_only =
+            "fn f() { island! { cuda => emulation::gather(v, 8), default => tree(v) } } fn tree(v: f32) { v }";
+        assert!(scan(arm_only).is_empty());
+    }
+}

@@ -13,9 +13,19 @@ use libtest_mimic::{Completion, Failed, Trial};
 
 /// The currency trial for the records of `crates` (when the build has the `vulkan` runtime).
 pub fn trials(crates: &'static [&'static str]) -> Vec<Trial> {
-    let mut trials = vec![Trial::test("ledger::every_committed_record_hashes_as_the_build", move || every_record_hashes_as_the_build(crates)).with_kind("ledger")];
+    let mut trials = vec![
+        Trial::test("ledger::every_committed_record_hashes_as_the_build", move || {
+            every_record_hashes_as_the_build(crates)
+        })
+        .with_kind("ledger"),
+    ];
     if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
-        trials.push(Trial::ignorable_test("ledger::committed_vulkan_records_are_current", move || committed_records_are_current(crates)).with_kind("ledger"));
+        trials.push(
+            Trial::ignorable_test("ledger::committed_vulkan_records_are_current", move || {
+                committed_records_are_current(crates)
+            })
+            .with_kind("ledger"),
+        );
     }
     trials
 }
@@ -28,7 +38,12 @@ pub fn trials(crates: &'static [&'static str]) -> Vec<Trial> {
 fn every_record_hashes_as_the_build(crates: &[&str]) -> Result<(), Failed> {
     let cpu = cpu()?;
     let records = ledger::records().map_err(|e| e.to_string())?;
-    let ours: Vec<&Record> = records.iter().filter(|r| crates.is_empty() || crates.iter().any(|k| r.island.starts_with(&format!("{}::", k.replace('-', "_"))))).collect();
+    let ours: Vec<&Record> = records
+        .iter()
+        .filter(|r| {
+            crates.is_empty() || crates.iter().any(|k| r.island.starts_with(&format!("{}::", k.replace('-', "_"))))
+        })
+        .collect();
     let mut problems = Vec::new();
     for r in &ours {
         let Some(entry) = registry::arms().iter().copied().find(|e| e.site.id == r.island && e.label() == r.arm) else {
@@ -39,13 +54,22 @@ fn every_record_hashes_as_the_build(crates: &[&str]) -> Result<(), Failed> {
             problems.push(format!("{} `{}` on {}: {why}", r.island, r.arm, r.device));
         }
     }
-    if ours.is_empty() && !crates.is_empty() && registry::arms().iter().any(|e| crates.contains(&e.krate) && e.expect == island_runtime::Expect::Equal) {
+    if ours.is_empty()
+        && !crates.is_empty()
+        && registry::arms().iter().any(|e| crates.contains(&e.krate) && e.expect == island_runtime::Expect::Equal)
+    {
         eprintln!("islands: no committed record names an island of {crates:?}");
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} of {} committed records are stale (re-gate them on their device):\n{}", problems.len(), ours.len(), problems.join("\n")).into())
+        Err(format!(
+            "{} of {} committed records are stale (re-gate them on their device):\n{}",
+            problems.len(),
+            ours.len(),
+            problems.join("\n")
+        )
+        .into())
     }
 }
 
@@ -58,7 +82,12 @@ fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> 
     let cpu = cpu()?;
     let here = Fingerprint::of_client(&device).ok_or("the Vulkan device has no fingerprint")?;
     let ours = |island: &str| registry::arms().iter().any(|e| e.site.id == island && crates.contains(&e.krate));
-    let records: Vec<Record> = ledger::records().map_err(|e| e.to_string())?.iter().filter(|r| r.device == here && ours(&r.island)).cloned().collect();
+    let records: Vec<Record> = ledger::records()
+        .map_err(|e| e.to_string())?
+        .iter()
+        .filter(|r| r.device == here && ours(&r.island))
+        .cloned()
+        .collect();
     if records.is_empty() {
         return Ok(Completion::ignored_with(format!("no committed record names {here}")));
     }
@@ -75,22 +104,40 @@ fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> 
         matched[i] = true;
         let r = &records[i];
         if let Some((what, then, hash)) = r.code.changed(&now.code) {
-            problems.push(format!("{} `{}`: {what} changed since the record (hash {then}, now {hash})", r.island, r.arm));
+            problems
+                .push(format!("{} `{}`: {what} changed since the record (hash {then}, now {hash})", r.island, r.arm));
         }
-        if now.proof.verdict != r.proof.verdict || now.conformance.verdict != r.conformance.verdict || now.conformance.instructions != r.conformance.instructions {
+        if now.proof.verdict != r.proof.verdict
+            || now.conformance.verdict != r.conformance.verdict
+            || now.conformance.instructions != r.conformance.instructions
+        {
             problems.push(format!(
                 "{} `{}`: recorded proof {}, conformance {} {:?}; now {}, {} {:?}",
-                r.island, r.arm, r.proof.verdict, r.conformance.verdict, r.conformance.instructions,
-                now.proof.verdict, now.conformance.verdict, now.conformance.instructions
+                r.island,
+                r.arm,
+                r.proof.verdict,
+                r.conformance.verdict,
+                r.conformance.instructions,
+                now.proof.verdict,
+                now.conformance.verdict,
+                now.conformance.instructions
             ));
         }
     }
     for (r, _) in records.iter().zip(&matched).filter(|(_, m)| !**m) {
-        problems.push(format!("{} `{}`: recorded, but no registered arm of that name is selected on this device", r.island, r.arm));
+        problems.push(format!(
+            "{} `{}`: recorded, but no registered arm of that name is selected on this device",
+            r.island, r.arm
+        ));
     }
     if problems.is_empty() {
         Ok(Completion::Completed)
     } else {
-        Err(format!("{} records of {here} are not current (re-run `islands gate --runtime vulkan`):\n{}", problems.len(), problems.join("\n")).into())
+        Err(format!(
+            "{} records of {here} are not current (re-run `islands gate --runtime vulkan`):\n{}",
+            problems.len(),
+            problems.join("\n")
+        )
+        .into())
     }
 }

@@ -32,7 +32,6 @@ use island_runtime::runtimes::RuntimeName;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, OnceLock};
 
-
 /// The CPU client every proof runs on, opened once.
 pub fn cpu() -> Result<cubecl::prelude::Client, String> {
     static CLIENT: OnceLock<Result<cubecl::prelude::Client, String>> = OnceLock::new();
@@ -54,9 +53,9 @@ fn allow_unproven() -> Result<bool, String> {
 /// The proof settings of this process (`ISLANDS_SEED`, `ISLANDS_LANES`, `ISLANDS_DEPTH`), or
 /// one failing trial that says which value is wrong.
 pub fn options() -> Result<Arc<ProofOptions>, Vec<Trial>> {
-    ProofOptions::from_env().map(Arc::new).map_err(|e| {
-        vec![Trial::test("environment::proof_settings", move || Err(e.into())).with_kind("environment")]
-    })
+    ProofOptions::from_env()
+        .map(Arc::new)
+        .map_err(|e| vec![Trial::test("environment::proof_settings", move || Err(e.into())).with_kind("environment")])
 }
 
 /// One trial per registered arm of the crates named (every crate when `crates` is empty).
@@ -140,11 +139,13 @@ pub fn verdict(entry: &ArmEntry, runs: &[ProofRun]) -> Result<Completion, Failed
 /// crate's `src/` folder) is registered, so a linker dropping a registration cannot go
 /// unnoticed.
 pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
-    let mut trials = vec![Trial::test("registry::unique_names", || {
-        let dup = registry::duplicates();
-        if dup.is_empty() { Ok(()) } else { Err(format!("registered more than once: {dup:?}").into()) }
-    })
-    .with_kind("registry")];
+    let mut trials = vec![
+        Trial::test("registry::unique_names", || {
+            let dup = registry::duplicates();
+            if dup.is_empty() { Ok(()) } else { Err(format!("registered more than once: {dup:?}").into()) }
+        })
+        .with_kind("registry"),
+    ];
     for (krate, dir) in sources {
         let (krate, dir) = (*krate, dir.clone());
         let (scanned, for_intrinsics) = (dir.clone(), dir.clone());
@@ -162,10 +163,7 @@ pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
                 if written == registered {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "{krate}: {written} accelerated arms written in {dir}, {registered} registered"
-                    )
-                    .into())
+                    Err(format!("{krate}: {written} accelerated arms written in {dir}, {registered} registered").into())
                 }
             })
             .with_kind("registry"),
@@ -178,7 +176,8 @@ pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
                 if written == registered {
                     Ok(())
                 } else {
-                    Err(format!("{krate}: {written} intrinsics registered in {scanned}, {registered} in the table").into())
+                    Err(format!("{krate}: {written} intrinsics registered in {scanned}, {registered} in the table")
+                        .into())
                 }
             })
             .with_kind("registry"),
@@ -196,12 +195,22 @@ pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, String> {
         Ok(list) => list
             .split(',')
             .map(|s| {
-                RuntimeName::parse(s.trim())
-                    .filter(|r| *r != RuntimeName::Cpu)
-                    .ok_or_else(|| format!("ISLANDS_CONFORMANCE names `{}`, which is no device runtime ({} or none)", s.trim(), RuntimeName::devices()))
+                RuntimeName::parse(s.trim()).filter(|r| *r != RuntimeName::Cpu).ok_or_else(|| {
+                    format!(
+                        "ISLANDS_CONFORMANCE names `{}`, which is no device runtime ({} or none)",
+                        s.trim(),
+                        RuntimeName::devices()
+                    )
+                })
             })
             .collect(),
-        Err(_) => Ok([RuntimeName::Device(island_runtime::Backend::Vulkan), RuntimeName::Device(island_runtime::Backend::Cuda)].into_iter().filter(|r| r.built()).collect()),
+        Err(_) => Ok([
+            RuntimeName::Device(island_runtime::Backend::Vulkan),
+            RuntimeName::Device(island_runtime::Backend::Cuda),
+        ]
+        .into_iter()
+        .filter(|r| r.built())
+        .collect()),
     }
 }
 
@@ -209,7 +218,9 @@ pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, String> {
 pub fn conformance_trials(crates: &[&str]) -> Vec<Trial> {
     match conformance_runtimes() {
         Ok(runtimes) => runtimes.into_iter().flat_map(|r| conformance::trials(r, crates)).collect(),
-        Err(e) => vec![Trial::test("environment::conformance_runtimes", move || Err(e.into())).with_kind("environment")],
+        Err(e) => {
+            vec![Trial::test("environment::conformance_runtimes", move || Err(e.into())).with_kind("environment")]
+        }
     }
 }
 
@@ -217,7 +228,8 @@ pub fn conformance_trials(crates: &[&str]) -> Vec<Trial> {
 pub fn run(mut trials: Vec<Trial>) -> ! {
     // The SDK's warnings show in test output (`RUST_LOG` sets more); a second logger (the
     // crate's own) is left in place.
-    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).is_test(true).try_init();
+    let _ =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).is_test(true).try_init();
     trials.sort_by(|a, b| a.name().cmp(b.name()));
     if let Err(e) = island_runtime::policy::settings() {
         let e = e.to_string();
@@ -258,7 +270,10 @@ pub const MODEL: &str = "model";
 macro_rules! harness {
     () => {
         fn main() {
-            $crate::main(::core::env!("CARGO_PKG_NAME"), ::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), "/src").to_string())
+            $crate::main(
+                ::core::env!("CARGO_PKG_NAME"),
+                ::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), "/src").to_string(),
+            )
         }
     };
 }

@@ -39,9 +39,6 @@ fn trial(name: String, codegen: Codegen, f: impl FnOnce() -> Result<(), Failed> 
     if codegen.available() {
         Trial::test(name, f).with_kind("lowering")
     } else {
-        Trial::test(name, || Ok(()))
-            .with_kind("lowering")
-            .with_ignored_flag(true)
+        Trial::test(name, || Ok(())).with_kind("lowering").with_ignored_flag(true)
     }
 }
-

@@ -26,8 +26,7 @@ fn count_with(dir: &Path, count_in: fn(TokenStream) -> usize) -> Result<usize, S
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let tokens: TokenStream =
-                    text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
+                let tokens: TokenStream = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
                 total += count_in(tokens);
             }
         }

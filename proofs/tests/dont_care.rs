@@ -77,18 +77,35 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
     vec![
         libtest_mimic::Trial::test("dont_care::proven_modulo_the_undefined_lanes_and_tainted", || {
             let client = proofs::cpu()?;
-            let runs = island_runtime::proof::prove(arm_of("differs_only_where_undefined")?, &client, &Default::default());
+            let runs =
+                island_runtime::proof::prove(arm_of("differs_only_where_undefined")?, &client, &Default::default());
             match runs.as_slice() {
                 [run] if run.passed() && run.contract.contains("modulo the don't-care lanes") => Ok(()),
-                other => Err(format!("{:?}", other.iter().map(|r| (r.verdict_word(), r.contract.clone(), r.detail().map(str::to_string))).collect::<Vec<_>>()).into()),
+                other => Err(format!(
+                    "{:?}",
+                    other
+                        .iter()
+                        .map(|r| (r.verdict_word(), r.contract.clone(), r.detail().map(str::to_string)))
+                        .collect::<Vec<_>>()
+                )
+                .into()),
             }
         }),
         libtest_mimic::Trial::test("dont_care::a_missing_lane_read_is_caught_by_the_taint_run", || {
             let client = proofs::cpu()?;
             let runs = island_runtime::proof::prove(arm_of("reads_a_missing_lane")?, &client, &Default::default());
             match runs.as_slice() {
-                [run] if run.passed() && run.detail().is_some_and(|d| d.contains("reads a don't-care lane into a defined one")) => Ok(()),
-                other => Err(format!("{:?}", other.iter().map(|r| (r.verdict_word(), r.detail().map(str::to_string))).collect::<Vec<_>>()).into()),
+                [run]
+                    if run.passed()
+                        && run.detail().is_some_and(|d| d.contains("reads a don't-care lane into a defined one")) =>
+                {
+                    Ok(())
+                }
+                other => Err(format!(
+                    "{:?}",
+                    other.iter().map(|r| (r.verdict_word(), r.detail().map(str::to_string))).collect::<Vec<_>>()
+                )
+                .into()),
             }
         }),
     ]

@@ -2,9 +2,9 @@
 //! reference, every kernel with its arms forced to each backend (emulated) against `default`,
 //! and shapes the kernels cannot handle rejected before launch.
 
-use island_examples::testing::floats;
 use cubecl::prelude::*;
 use half::f16;
+use island_examples::testing::floats;
 use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
 use island_runtime::value::Rng;
 use island_runtime::{Backend, Profile, Target};
@@ -35,14 +35,18 @@ fn client() -> Result<Client, Failed> {
 
 /// The tags a kernel check runs with on the CPU: `default` first, then every reference profile
 /// of `backends` that `keep` admits, its arms emulated.
-fn targets(client: &Client, default: Target, backends: &[Backend], keep: impl Fn(&Profile) -> bool) -> Vec<(String, Target)> {
+fn targets(
+    client: &Client,
+    default: Target,
+    backends: &[Backend],
+    keep: impl Fn(&Profile) -> bool,
+) -> Vec<(String, Target)> {
     let mut targets = vec![("default".to_string(), default)];
     for profile in backends.iter().flat_map(|b| Profile::references(*b)).filter(|p| keep(p)) {
         targets.push((format!("{profile} arms emulated on the CPU"), Target::forced(profile, client)));
     }
     targets
 }
-
 
 /// The first index where two float slices differ in bits.
 fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
@@ -149,7 +153,9 @@ fn q8_quantizer_ties() -> Result<(), Failed> {
     let gguf = q8_matvec::Q8Weights::quantize_gguf(2, x.len(), &vec![0.5; 2 * x.len()]).expect("valid shape");
     let weights = q8_matvec::Q8Weights::from_gguf(2, x.len(), &gguf).expect("valid bytes");
     let problem = q8_matvec::Problem::new(&client, &weights, &x)?;
-    for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda, Backend::Vulkan, Backend::Hip], |_| true) {
+    for (what, target) in
+        targets(&client, Target::default_arms(&client), &[Backend::Cuda, Backend::Vulkan, Backend::Hip], |_| true)
+    {
         problem.quantize(&client, target);
         let (q, d) = problem.activations(&client)?;
         same_bits(&format!("quantizer scales, {what}"), &d, &want_d)?;
@@ -201,7 +207,9 @@ fn rms() -> Result<(), Failed> {
         let xh = client.create_from_slice(f32::as_bytes(&x));
         let wh = client.create_from_slice(f32::as_bytes(&w));
         let yh = client.empty(rows * cols * 4);
-        for (what, target) in targets(&client, Target::for_client(&client), &[Backend::Cuda, Backend::Vulkan, Backend::Metal], |_| true) {
+        for (what, target) in
+            targets(&client, Target::for_client(&client), &[Backend::Cuda, Backend::Vulkan, Backend::Metal], |_| true)
+        {
             // SAFETY: the handles hold rows × cols and cols values.
             unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) }?;
             let got = island_runtime::readback::read(&client, yh.clone())?;
@@ -233,23 +241,33 @@ fn rms_order_decides() -> Result<(), Failed> {
     let folded: Vec<f32> = (0..rows)
         .flat_map(|r| {
             let row = &x[r * cols..(r + 1) * cols];
-            let lanes = (0..32).map(|l| row.chunks_exact(4).skip(l).step_by(32).flatten().fold(0.0f32, |ss, &v| v.mul_add(v, ss)));
+            let lanes = (0..32)
+                .map(|l| row.chunks_exact(4).skip(l).step_by(32).flatten().fold(0.0f32, |ss, &v| v.mul_add(v, ss)));
             let inv = 1.0f32 / (lanes.fold(0.0f32, |s, v| s + v) / cols as f32 + eps).sqrt();
             (0..cols).map(move |c| row[c] * inv * w_ref[c])
         })
         .collect();
-    let deciding = (0..rows).filter(|r| (0..cols).any(|c| want[r * cols + c].to_bits() != folded[r * cols + c].to_bits())).count();
+    let deciding =
+        (0..rows).filter(|r| (0..cols).any(|c| want[r * cols + c].to_bits() != folded[r * cols + c].to_bits())).count();
     if deciding == 0 {
-        return Err("no row's output depends on the order of its row sum: these inputs cannot catch an order slip".into());
+        return Err(
+            "no row's output depends on the order of its row sum: these inputs cannot catch an order slip".into()
+        );
     }
     let xh = client.create_from_slice(f32::as_bytes(&x));
     let wh = client.create_from_slice(f32::as_bytes(&w));
     let yh = client.empty(rows * cols * 4);
-    for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda, Backend::Vulkan], |p| p.sm != 89 && p.sm != 80) {
+    for (what, target) in
+        targets(&client, Target::default_arms(&client), &[Backend::Cuda, Backend::Vulkan], |p| p.sm != 89 && p.sm != 80)
+    {
         // SAFETY: the handles hold rows × cols and cols values.
         unsafe { rmsnorm::launch(&client, &xh, &wh, &yh, (rows, cols), eps, target) }?;
         let got = island_runtime::readback::read(&client, yh.clone())?;
-        same_bits(&format!("rmsnorm {rows}×{cols} ({deciding} rows decide the order), {what}"), f32::from_bytes(&got), &want)?;
+        same_bits(
+            &format!("rmsnorm {rows}×{cols} ({deciding} rows decide the order), {what}"),
+            f32::from_bytes(&got),
+            &want,
+        )?;
     }
     Ok(())
 }
@@ -349,13 +367,28 @@ fn zero_overhead() -> Result<(), Failed> {
     let dim = CubeDim::new_1d(128);
     let config = q8_matvec::Config { rows, blocks_per_row: blocks, planes: 4, unroll: 4 };
     let island = q8_matvec::matvec_q8_0::create_dummy_kernel(
-        props.clone(), Arc::new(Default::default()), count.clone(), dim,
-        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
-        config, target,
+        props.clone(),
+        Arc::new(Default::default()),
+        count.clone(),
+        dim,
+        buffer(rows * blocks * 2, 16),
+        buffer(rows * blocks, 2),
+        buffer(blocks * 2, 16),
+        buffer(blocks, 4),
+        buffer(rows, 4),
+        config,
+        target,
     );
     let direct = q8_matvec::matvec_q8_0_direct::create_dummy_kernel(
-        props.clone(), Arc::new(Default::default()), count, dim,
-        buffer(rows * blocks * 2, 16), buffer(rows * blocks, 2), buffer(blocks * 2, 16), buffer(blocks, 4), buffer(rows, 4),
+        props.clone(),
+        Arc::new(Default::default()),
+        count,
+        dim,
+        buffer(rows * blocks * 2, 16),
+        buffer(rows * blocks, 2),
+        buffer(blocks * 2, 16),
+        buffer(blocks, 4),
+        buffer(rows, 4),
         config,
     );
     let island = Codegen::CudaCpp.compile(island_runtime::lifted::define(&island)?, &profile)?;
@@ -364,12 +397,25 @@ fn zero_overhead() -> Result<(), Failed> {
     let words = blocks * 8;
     let (count, dim) = (CubeCount::Static(words as u32 / 32, 1, 1), CubeDim::new_1d(32));
     let island = q8_matvec::quantize_q8_1::create_dummy_kernel(
-        props.clone(), Arc::new(Default::default()), count.clone(), dim,
-        buffer(words, 16), buffer(words, 4), buffer(blocks, 4), words, target,
+        props.clone(),
+        Arc::new(Default::default()),
+        count.clone(),
+        dim,
+        buffer(words, 16),
+        buffer(words, 4),
+        buffer(blocks, 4),
+        words,
+        target,
     );
     let direct = q8_matvec::quantize_q8_1_direct::create_dummy_kernel(
-        props, Arc::new(Default::default()), count, dim,
-        buffer(words, 16), buffer(words, 4), buffer(blocks, 4), words,
+        props,
+        Arc::new(Default::default()),
+        count,
+        dim,
+        buffer(words, 16),
+        buffer(words, 4),
+        buffer(blocks, 4),
+        words,
     );
     let island = Codegen::CudaCpp.compile(island_runtime::lifted::define(&island)?, &profile)?;
     let direct = Codegen::CudaCpp.compile(island_runtime::lifted::define(&direct)?, &profile)?;
@@ -403,9 +449,8 @@ fn normalize(source: &str) -> String {
     let mut out = String::with_capacity(source.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String, names: &mut std::collections::HashMap<String, usize>| {
-        let hashed = word
-            .rsplit_once('_')
-            .is_some_and(|(_, h)| h.len() == 8 && h.chars().all(|c| c.is_ascii_hexdigit()));
+        let hashed =
+            word.rsplit_once('_').is_some_and(|(_, h)| h.len() == 8 && h.chars().all(|c| c.is_ascii_hexdigit()));
         let numbered = |w: &str| w.starts_with('v') && w.len() > 1 && w[1..].chars().all(|c| c.is_ascii_digit());
         // `v123`, or a named value with its number (`dynamic_meta_v208`).
         let generated = numbered(word) || word.rsplit_once('_').is_some_and(|(_, n)| numbered(n)) || hashed;

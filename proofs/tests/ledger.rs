@@ -7,11 +7,11 @@
 use island_runtime::fingerprint::Fingerprint;
 use island_runtime::gate::{self, GateOptions};
 use island_runtime::ledger::{self, CodeHashes, ConformanceEvidence, Decision, LedgerError, ProofEvidence, Record};
-use island_runtime::policy::{self, ArmFacts, DeviceLedger, Policy};
-use island_runtime::target::DefaultReason;
 use island_runtime::lifted::ProofSpec;
+use island_runtime::policy::{self, ArmFacts, DeviceLedger, Policy};
 use island_runtime::proof;
 use island_runtime::runtimes::RuntimeName;
+use island_runtime::target::DefaultReason;
 use island_runtime::{ArmEntry, Backend, Profile, Selection, Target, registry};
 use libtest_mimic::{Failed, Trial};
 
@@ -32,12 +32,20 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("ledger::an_unverified_record_whose_exact_half_failed_runs_default", || {
             launches_default(Decision::Unverified, Policy::Trust, true)
         }),
-        Trial::test("ledger::the_off_policy_ignores_records", || launches_default(Decision::Failed, Policy::Off, false)),
+        Trial::test("ledger::the_off_policy_ignores_records", || {
+            launches_default(Decision::Failed, Policy::Off, false)
+        }),
         Trial::test("ledger::a_flipped_record_runs_the_arm_under_strict", || {
             launches_default(Decision::Flipped, Policy::Strict, false)
         }),
-        Trial::test("policy::an_sm80_device_without_records_runs_default_for_float_tensor_cores", float_tensor_cores_on_sm80),
-        Trial::test("policy::a_vulkan_device_without_records_runs_default_for_float_plane_reductions", float_plane_reductions_elsewhere),
+        Trial::test(
+            "policy::an_sm80_device_without_records_runs_default_for_float_tensor_cores",
+            float_tensor_cores_on_sm80,
+        ),
+        Trial::test(
+            "policy::a_vulkan_device_without_records_runs_default_for_float_plane_reductions",
+            float_plane_reductions_elsewhere,
+        ),
         Trial::test("policy::a_declined_record_declines_under_a_new_driver", declines_survive_driver_updates),
         Trial::test("policy::a_stale_flipped_record_is_not_taken", stale_flips_are_not_taken),
         Trial::test("policy::the_committed_h200_records_select_their_arms", committed_flips_select),
@@ -77,8 +85,20 @@ fn record(entry: &ArmEntry, decision: Decision) -> Record {
         arm: entry.spec().label.into(),
         device: h200(),
         code: CodeHashes { codegen: "CUDA C++".into(), arm: "-".into(), default: "-".into(), emulation: "-".into() },
-        proof: ProofEvidence { verdict: "proven".into(), seed: "0x0".into(), depth: 1, inputs: 0, contract: "bit-exact".into() },
-        conformance: ConformanceEvidence { verdict: "proven".into(), native: true, instructions: vec![], report: None, machine_code: None },
+        proof: ProofEvidence {
+            verdict: "proven".into(),
+            seed: "0x0".into(),
+            depth: 1,
+            inputs: 0,
+            contract: "bit-exact".into(),
+        },
+        conformance: ConformanceEvidence {
+            verdict: "proven".into(),
+            native: true,
+            instructions: vec![],
+            report: None,
+            machine_code: None,
+        },
         speed: None,
         decision,
         note: None,
@@ -105,16 +125,24 @@ fn launches_default(decision: Decision, policy: Policy, expect_default: bool) ->
     let entry = fixture()?;
     let cpu = proofs::cpu()?;
     let profile = Profile::references(Backend::Cuda)[0];
-    let records = if decision == Decision::Unverified && policy == Policy::Strict { vec![] } else { vec![record(entry, decision)] };
+    let records = if decision == Decision::Unverified && policy == Policy::Strict {
+        vec![]
+    } else {
+        vec![record(entry, decision)]
+    };
     // The fixture is written to differ from `default`; these tests are about records alone, so
     // its facts say its proof carries and its hashes are current.
     let facts = vec![((entry.site.id.to_string(), entry.spec().label.to_string()), ArmFacts::default())];
     let arm = output(entry, Target::forced(profile, &cpu))?;
     let default = output(entry, Target::default_arms(&cpu))?;
     if arm == default {
-        return Err("the fixture's arm and `default` computed the same bytes: this test could not tell them apart".into());
+        return Err(
+            "the fixture's arm and `default` computed the same bytes: this test could not tell them apart".into()
+        );
     }
-    let tag = |records: Vec<Record>| Target::forced(profile, &cpu).with_ledger(DeviceLedger::leak(h200(), profile, policy, records, facts.clone()));
+    let tag = |records: Vec<Record>| {
+        Target::forced(profile, &cpu).with_ledger(DeviceLedger::leak(h200(), profile, policy, records, facts.clone()))
+    };
     let first = tag(records.clone());
     let selection = first.explain(entry.site);
     let got = output(entry, first)?;
@@ -156,7 +184,11 @@ fn gate_declines_a_slow_arm() -> Result<(), Failed> {
     let record = gate::gate(entry, &device, &cpu, &options).ok_or("the device does not select the slow arm")?;
     match (record.decision, &record.speed) {
         (Decision::DeclinedSlow, Some(s)) if s.speedup < 0.5 => Ok(()),
-        _ => Err(format!("the gate did not decline the slow arm: {}", serde_json::to_string_pretty(&record).unwrap_or_default()).into()),
+        _ => Err(format!(
+            "the gate did not decline the slow arm: {}",
+            serde_json::to_string_pretty(&record).unwrap_or_default()
+        )
+        .into()),
     }
 }
 
@@ -197,7 +229,13 @@ fn arm(id: &str) -> Result<&'static ArmEntry, Failed> {
 
 /// What a launch on `device` (of `profile`) with `records` under `policy` selects in each
 /// island of `ids`, with the facts the launch computes.
-fn selections(device: &Fingerprint, profile: Profile, policy: Policy, records: Vec<Record>, ids: &[&str]) -> Result<Vec<(String, Selection)>, Failed> {
+fn selections(
+    device: &Fingerprint,
+    profile: Profile,
+    policy: Policy,
+    records: Vec<Record>,
+    ids: &[&str],
+) -> Result<Vec<(String, Selection)>, Failed> {
     let cpu = proofs::cpu()?;
     let entries: Vec<&'static ArmEntry> = ids.iter().map(|id| arm(id)).collect::<Result<_, _>>()?;
     let facts = island_runtime::evidence::facts_of(&entries, device, &profile, &records, &cpu);
@@ -231,7 +269,13 @@ fn a100() -> (Fingerprint, Profile) {
 /// tensor-core accumulation) take `default` and say why; the int8 ones (defined) keep their arm.
 fn float_tensor_cores_on_sm80() -> Result<(), Failed> {
     let (device, profile) = a100();
-    let got = selections(&device, profile, Policy::Trust, vec![], &["checks::mma_f16#0", "gemm_f16::gemm_f16#0", "checks::mma_i8#0", "checks::dp4a#0"])?;
+    let got = selections(
+        &device,
+        profile,
+        Policy::Trust,
+        vec![],
+        &["checks::mma_f16#0", "gemm_f16::gemm_f16#0", "checks::mma_i8#0", "checks::dp4a#0"],
+    )?;
     expect_default(&got[0], &["no record of this device"])?;
     expect_default(&got[1], &["no record of this device"])?;
     expect_arm(&got[2])?;
@@ -250,8 +294,17 @@ fn float_plane_reductions_elsewhere() -> Result<(), Failed> {
         sm: 0,
         driver: "nvidia 580.95.05".into(),
     };
-    let profile = Profile::references(Backend::Vulkan).into_iter().find(|p| p.plane == 32).ok_or("no 32-lane Vulkan reference profile")?;
-    let ids = ["checks::plane_sum_f32_w32#0", "checks::plane_max_f32_w32#0", "rows::row_sum#0", "checks::plane_sum_i32_w32#0", "checks::shuffle_xor_w32#0"];
+    let profile = Profile::references(Backend::Vulkan)
+        .into_iter()
+        .find(|p| p.plane == 32)
+        .ok_or("no 32-lane Vulkan reference profile")?;
+    let ids = [
+        "checks::plane_sum_f32_w32#0",
+        "checks::plane_max_f32_w32#0",
+        "rows::row_sum#0",
+        "checks::plane_sum_i32_w32#0",
+        "checks::shuffle_xor_w32#0",
+    ];
     let got = selections(&device, profile, Policy::Trust, vec![], &ids)?;
     for s in &got[..3] {
         expect_default(s, &["plane::", "f32", "device decides"])?;
@@ -264,7 +317,11 @@ fn float_plane_reductions_elsewhere() -> Result<(), Failed> {
 /// for an arm whose semantics alone would let it run.
 fn declines_survive_driver_updates() -> Result<(), Failed> {
     let entry = arm("checks::dp4a#0")?;
-    let old = Record { island: entry.site.id.into(), arm: entry.spec().label.into(), ..record(entry, Decision::DeclinedSlow) };
+    let old = Record {
+        island: entry.site.id.into(),
+        arm: entry.spec().label.into(),
+        ..record(entry, Decision::DeclinedSlow)
+    };
     let updated = Fingerprint { driver: "nvidia 590.10.01".into(), ..h200() };
     let profile = Profile::references(Backend::Cuda)[0];
     let got = selections(&updated, profile, Policy::Trust, vec![old], &["checks::dp4a#0"])?;
@@ -295,7 +352,8 @@ fn stale_flips_are_not_taken() -> Result<(), Failed> {
 /// the policy takes measured evidence (and the records are current for this build).
 fn committed_flips_select() -> Result<(), Failed> {
     let committed = ledger::records().map_err(|e| e.to_string())?;
-    let cuda: Vec<Record> = committed.iter().filter(|r| r.device.runtime == "cuda" && r.device.device == "NVIDIA H200").cloned().collect();
+    let cuda: Vec<Record> =
+        committed.iter().filter(|r| r.device.runtime == "cuda" && r.device.device == "NVIDIA H200").cloned().collect();
     let device = cuda.first().ok_or("no committed H200 record")?.device.clone();
     let profile = gate::hash_profile(&device).ok_or("no profile for the H200's fingerprint")?;
     let mut checked = 0;
@@ -345,7 +403,8 @@ fn design_table_is_the_registry() -> Result<(), Failed> {
         rows.push((name.trim_matches('`').to_string(), class.to_string()));
     }
     let mut problems = Vec::new();
-    let builtin: Vec<_> = island_runtime::intrinsic::intrinsics().iter().filter(|i| i.krate == "island-intrinsics").collect();
+    let builtin: Vec<_> =
+        island_runtime::intrinsic::intrinsics().iter().filter(|i| i.krate == "island-intrinsics").collect();
     for i in &builtin {
         let keyword = match i.semantics {
             Semantics::Defined => "defined",
@@ -380,7 +439,8 @@ fn design_table_is_the_registry() -> Result<(), Failed> {
 /// those `default`'s listing lacks.
 fn machine_code_judged() -> Result<(), Failed> {
     use island_runtime::machine_code::{MachineCode, judge};
-    let listing = |ops: &[&str]| MachineCode { how: "test".into(), opcodes: ops.iter().map(|s| s.to_string()).collect() };
+    let listing =
+        |ops: &[&str]| MachineCode { how: "test".into(), opcodes: ops.iter().map(|s| s.to_string()).collect() };
     let default = listing(&["IMAD", "PRMT", "EXIT"]);
     let instructions = ["__dp4a(".to_string()];
     if island_runtime::intrinsic::sass_of(Backend::Cuda, "__dp4a(") != ["IDP.4A"] {

@@ -16,7 +16,10 @@ const STEPS: usize = 3;
 const CONTEXT: usize = 16;
 
 pub fn trials() -> Vec<Trial> {
-    let mut trials = vec![Trial::test("examples::llm::cpu_runtime_logits_equal_the_reference", cpu_equals_reference).with_kind(proofs::MODEL)];
+    let mut trials = vec![
+        Trial::test("examples::llm::cpu_runtime_logits_equal_the_reference", cpu_equals_reference)
+            .with_kind(proofs::MODEL),
+    ];
     if let Ok(runtimes) = proofs::conformance_runtimes() {
         for r in runtimes {
             let name = format!("examples::llm::{}_logits_equal_the_cpu_runtime", r.as_str());
@@ -95,7 +98,14 @@ fn tokenizer() -> Result<(), Failed> {
     for (text, pieces) in cases {
         let want = pieces
             .iter()
-            .map(|p| vocab.tokens.iter().position(|t| t == p).map(|i| i as u32).ok_or(format!("`{p}` is not in the vocabulary")))
+            .map(|p| {
+                vocab
+                    .tokens
+                    .iter()
+                    .position(|t| t == p)
+                    .map(|i| i as u32)
+                    .ok_or(format!("`{p}` is not in the vocabulary"))
+            })
             .collect::<Result<Vec<u32>, String>>()?;
         let got = tok.encode(text)?;
         if got != want {
@@ -114,7 +124,20 @@ fn tokenizer() -> Result<(), Failed> {
 fn exp_edges() -> Result<(), Failed> {
     use island_runtime::__private::cubecl::prelude::*;
     let client = proofs::cpu()?;
-    let mut xs = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 88.8, -88.0, 88.72283, -87.33654, -87.3365, 1e-30, -1e-30];
+    let mut xs = vec![
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        88.8,
+        -88.0,
+        88.72283,
+        -87.33654,
+        -87.3365,
+        1e-30,
+        -1e-30,
+    ];
     for base in [88.8f32, -88.0, 88.72283, -87.33654, 0.0] {
         let b = base.to_bits();
         xs.extend([f32::from_bits(b + 1), f32::from_bits(b.wrapping_sub(1))]);
@@ -172,7 +195,11 @@ fn bad_files() -> Result<(), Failed> {
     std::fs::write(&short, b"GGUF\x03\x00\x00\x00 not a model")?;
     let checks: Vec<(&str, Result<Model, LlmError>, &str)> = vec![
         ("a missing file", model_file::read(&missing, true).and_then(|b| Model::from_gguf(&b)), "fetch-model.sh"),
-        ("a file of the wrong size", model_file::read(&short, true).and_then(|b| Model::from_gguf(&b)), "bytes, expected"),
+        (
+            "a file of the wrong size",
+            model_file::read(&short, true).and_then(|b| Model::from_gguf(&b)),
+            "bytes, expected",
+        ),
         ("a truncated GGUF", model_file::read(&short, false).and_then(|b| Model::from_gguf(&b)), "does not parse"),
         ("no GGUF at all", Model::from_gguf(b"not a gguf file at all"), "does not parse"),
     ];

@@ -97,7 +97,9 @@ fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
     if got.len() != want.len() {
         return Err(format!("{what}: {} values, expected {}", got.len(), want.len()).into());
     }
-    let differ: Vec<usize> = (0..got.len()).filter(|&i| got[i].to_bits() != want[i].to_bits() && !(got[i].is_nan() && want[i].is_nan())).collect();
+    let differ: Vec<usize> = (0..got.len())
+        .filter(|&i| got[i].to_bits() != want[i].to_bits() && !(got[i].is_nan() && want[i].is_nan()))
+        .collect();
     match differ.first() {
         None => Ok(()),
         Some(&i) => Err(format!("{what}: {} of {} values differ from the reference; first at {i}: kernel {:e} ({:#010x}), reference {:e} ({:#010x})", differ.len(), got.len(), got[i], got[i].to_bits(), want[i], want[i].to_bits()).into()),
@@ -109,7 +111,11 @@ fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
 fn decides(what: &str, reference: &[f32], variant: &[f32]) -> Result<(), Failed> {
     let finite = reference.iter().filter(|v| v.is_finite()).count();
     if 2 * finite < reference.len() {
-        return Err(format!("the inputs saturate the output: {finite} of {} reference values are finite", reference.len()).into());
+        return Err(format!(
+            "the inputs saturate the output: {finite} of {} reference values are finite",
+            reference.len()
+        )
+        .into());
     }
     if reference.iter().zip(variant).any(|(a, b)| a.to_bits() != b.to_bits() && !(a.is_nan() && b.is_nan())) {
         Ok(())
@@ -124,7 +130,8 @@ fn rmsnorm(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     let n = CONFIG.dim;
     let mut rng = Rng(0x5eed_0001);
     let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
-    let mut rows: Vec<Vec<f32>> = (0..24).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
+    let mut rows: Vec<Vec<f32>> =
+        (0..24).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
     rows.push((0..n).map(|i| if i == 7 { 3e19 } else { rng.wide(3) }).collect()); // a square overflows
     rows.push((0..n).map(|_| rng.wide(3) * 1e-40).collect()); // subnormals
     rows.push(vec![0.0; n]);
@@ -186,7 +193,9 @@ fn activations(cols: usize, rng: &mut Rng) -> Vec<f32> {
     (0..cols / 32)
         .flat_map(|b| {
             let block: Vec<f32> = match b % 6 {
-                0 => (0..32).map(|j| if j == 5 { 127.0 * 0.25 } else { ((j as f32 % 40.0) - 20.0 + 0.5) * 0.25 }).collect(),
+                0 => (0..32)
+                    .map(|j| if j == 5 { 127.0 * 0.25 } else { ((j as f32 % 40.0) - 20.0 + 0.5) * 0.25 })
+                    .collect(),
                 1 => vec![0.0; 32],
                 2 => (0..32).map(|j| if j % 3 == 0 { -0.0 } else { rng.wide(2) }).collect(),
                 3 if b == 3 => (0..32).map(|j| if j == 9 { 3e7 } else { rng.wide(3) * 1e5 }).collect(),
@@ -286,7 +295,8 @@ fn scores(client: &cubecl::prelude::Client) -> Result<(), Failed> {
             let k0 = base + j * kv + h / group * hd;
             let (qh, key) = (&q[h * hd..(h + 1) * hd], &kc[k0..k0 + hd]);
             want[h * SHAPE.context + j] = r::score(qh, key);
-            reversed[h * SHAPE.context + j] = qh.iter().zip(key).rev().fold(0.0f32, |a, (&x, &y)| x.mul_add(y, a)) * 0.125;
+            reversed[h * SHAPE.context + j] =
+                qh.iter().zip(key).rev().fold(0.0f32, |a, (&x, &y)| x.mul_add(y, a)) * 0.125;
             unfused[h * SHAPE.context + j] = qh.iter().zip(key).fold(0.0f32, |a, (&x, &y)| a + x * y) * 0.125;
         }
     }
@@ -307,8 +317,20 @@ fn softmax(client: &cubecl::prelude::Client) -> Result<(), Failed> {
             s[h * c + j] = match h {
                 0 => 0.75,
                 1 => rng.wide(0) * 40.0 - 20.0 * (j % 2) as f32,
-                2 => if j % 9 == 0 { 12.5 } else { rng.unit() * 12.5 },
-                3 => if j == 4 { f32::NEG_INFINITY } else { rng.unit() * 8.0 - 4.0 },
+                2 => {
+                    if j % 9 == 0 {
+                        12.5
+                    } else {
+                        rng.unit() * 12.5
+                    }
+                }
+                3 => {
+                    if j == 4 {
+                        f32::NEG_INFINITY
+                    } else {
+                        rng.unit() * 8.0 - 4.0
+                    }
+                }
                 4 => -(j as f32) * 3.0,
                 5 => rng.wide(30),
                 _ => rng.unit() * 6.0 - 3.0,
@@ -371,7 +393,13 @@ fn swiglu(client: &cubecl::prelude::Client) -> Result<(), Failed> {
         .map(|i| match i % 8 {
             0 => -(90.0 + rng.unit() * 10.0),
             1 => 90.0 + rng.unit() * 10.0,
-            2 => if i % 16 == 2 { 0.0 } else { -0.0 },
+            2 => {
+                if i % 16 == 2 {
+                    0.0
+                } else {
+                    -0.0
+                }
+            }
             3 => rng.wide(3) * 1e-40,
             _ => rng.wide(4),
         })

@@ -2,8 +2,12 @@
 //! passes only when the generated proof catches the bug; a proof that could not fail would
 //! turn these red.
 
-use half::f16;
+// Planted bugs are written the way the bug is: a literal past f32's precision (MIN_POSITIVE as
+// typed), a NaN test spelled `m == m`.
+#![allow(clippy::excessive_precision, clippy::eq_op)]
+
 use cubecl::prelude::*;
+use half::f16;
 use island_intrinsics::{dp4a, mma, mma_sync, plane, portable};
 use island_runtime::prelude::*;
 
@@ -131,7 +135,11 @@ fn broken_lane(v: i32, #[comptime] target: Target) -> i32 {
 /// A 16-byte load that reads the neighbouring vector: a vector-valued proof must catch it.
 #[islands(expect_mismatch)]
 #[cube]
-pub fn off_by_one_vector(src: &[Vector<i32, Const<4>>], index: usize, #[comptime] target: Target) -> Vector<i32, Const<4>> {
+pub fn off_by_one_vector(
+    src: &[Vector<i32, Const<4>>],
+    index: usize,
+    #[comptime] target: Target,
+) -> Vector<i32, Const<4>> {
     island! {
         proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
         cuda => island_intrinsics::stream::load_x4::call(src, (index + 1) % 64, target),

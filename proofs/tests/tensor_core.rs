@@ -5,14 +5,14 @@
 //! directed vectors for each rule of the model.
 
 use cubecl::prelude::*;
-use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
 use island_intrinsics::portable;
+use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
 use island_runtime::{Backend, Profile, Target};
 
 /// `portable::tile_f16_fused` on every tile: cube `t` computes tile `t`.
 #[cube(launch)]
 fn portable_tiles(a: &[half::f16], b: &[half::f16], c: &mut [f32]) {
-    let base = (CUBE_POS * 256) as usize;
+    let base = CUBE_POS * 256;
     portable::tile_f16_fused(&a[base..], 16u32, &b[base..], 16u32, &mut c[base..], 16u32, 1u32);
 }
 use libtest_mimic::{Failed, Trial};
@@ -71,7 +71,9 @@ fn buffers(client: &Client, i: &Inputs) -> ((BufferArg, BufferArg, BufferArg), c
     let bh = client.create_from_slice(&bytes16(&i.b));
     let ch = client.create_from_slice(u32::as_bytes(&i.c));
     // SAFETY: the handles hold n values of the kernels' types.
-    let args = unsafe { (BufferArg::from_raw_parts(ah, n), BufferArg::from_raw_parts(bh, n), BufferArg::from_raw_parts(ch.clone(), n)) };
+    let args = unsafe {
+        (BufferArg::from_raw_parts(ah, n), BufferArg::from_raw_parts(bh, n), BufferArg::from_raw_parts(ch.clone(), n))
+    };
     (args, ch)
 }
 
@@ -86,7 +88,16 @@ fn portable_run(client: &Client, i: &Inputs) -> Result<Vec<u32>, Failed> {
 fn emulated(client: &Client, model: FusedDot, i: &Inputs) -> Result<Vec<u32>, Failed> {
     let target = Target::forced(Profile::references(Backend::Cuda)[0], client);
     let ((a, b, c), out) = buffers(client, i);
-    tiles::tiles_f16::launch(client, CubeCount::Static((i.c.len() / 256) as u32, 1, 1), CubeDim::new_1d(32), a, b, c, Some(model), target);
+    tiles::tiles_f16::launch(
+        client,
+        CubeCount::Static((i.c.len() / 256) as u32, 1, 1),
+        CubeDim::new_1d(32),
+        a,
+        b,
+        c,
+        Some(model),
+        target,
+    );
     Ok(u32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
 }
 
@@ -109,7 +120,11 @@ fn emulation_matches_model() -> Result<(), Failed> {
     let client = proofs::cpu()?;
     let i = inputs(Format::F16, PER_CLASS * cases::CLASSES.len());
     for model in [FusedDot::SM90, FusedDot::SM90_ROUNDING_AT_ALIGNMENT] {
-        if let Some(d) = first_difference(&format!("{model:?}: CubeCL emulation vs plain Rust"), &emulated(&client, model, &i)?, &plain(model, Format::F16, &i)) {
+        if let Some(d) = first_difference(
+            &format!("{model:?}: CubeCL emulation vs plain Rust"),
+            &emulated(&client, model, &i)?,
+            &plain(model, Format::F16, &i),
+        ) {
             return Err(d.into());
         }
     }
@@ -122,23 +137,30 @@ fn emulation_matches_model() -> Result<(), Failed> {
 fn h200_outputs() -> Result<(), Failed> {
     let client = proofs::cpu()?;
     for &(format, path) in SAMPLES {
-        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e} (written by `islands tensor-core --sample`)"))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("{path}: {e} (written by `islands tensor-core --sample`)"))?;
         let device = u32::from_bytes(&bytes).to_vec();
         let i = inputs(format, device.len() / 256);
         if device.len() < 256 * cases::CLASSES.len() {
             return Err(format!("{path}: {} outputs, fewer than one tile per class", device.len()).into());
         }
-        if let Some(d) = first_difference(&format!("{format:?}: plain model vs H200"), &plain(FusedDot::SM90, format, &i), &device) {
+        if let Some(d) =
+            first_difference(&format!("{format:?}: plain model vs H200"), &plain(FusedDot::SM90, format, &i), &device)
+        {
             return Err(d.into());
         }
         if plain(FusedDot::SM90_ROUNDING_AT_ALIGNMENT, format, &i) == device {
             return Err(format!("{format:?}: the fixture model agrees with the H200 on every output").into());
         }
         if format == Format::F16 {
-            if let Some(d) = first_difference("f16: CubeCL emulation vs H200", &emulated(&client, FusedDot::SM90, &i)?, &device) {
+            if let Some(d) =
+                first_difference("f16: CubeCL emulation vs H200", &emulated(&client, FusedDot::SM90, &i)?, &device)
+            {
                 return Err(d.into());
             }
-            if let Some(d) = first_difference("f16: portable::tile_f16_fused vs H200", &portable_run(&client, &i)?, &device) {
+            if let Some(d) =
+                first_difference("f16: portable::tile_f16_fused vs H200", &portable_run(&client, &i)?, &device)
+            {
                 return Err(d.into());
             }
         }

@@ -33,7 +33,9 @@ impl VisitMut for Messages {
     fn visit_expr_call_mut(&mut self, call: &mut syn::ExprCall) {
         if let syn::Expr::Path(p) = &*call.func {
             let segments: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
-            let named = |a: &str, b: &str| segments.len() >= 2 && segments[segments.len() - 2] == a && segments[segments.len() - 1] == b;
+            let named = |a: &str, b: &str| {
+                segments.len() >= 2 && segments[segments.len() - 2] == a && segments[segments.len() - 1] == b
+            };
             if (named("Error", "new") || named("Error", "new_spanned") || segments == ["missing"])
                 && let Some(m) = message_of(call.args.iter())
             {

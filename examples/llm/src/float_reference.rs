@@ -68,7 +68,10 @@ impl<'m> FloatReference<'m> {
                 let k0 = head / group * hd;
                 let q = &qkv[head * hd..(head + 1) * hd];
                 let s: Vec<f64> = (0..n)
-                    .map(|j| q.iter().zip(&self.kc[l][j * kv + k0..j * kv + k0 + hd]).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt())
+                    .map(|j| {
+                        q.iter().zip(&self.kc[l][j * kv + k0..j * kv + k0 + hd]).map(|(a, b)| a * b).sum::<f64>()
+                            / (hd as f64).sqrt()
+                    })
                     .collect();
                 let mx = s.iter().cloned().fold(f64::MIN, f64::max);
                 let e: Vec<f64> = s.iter().map(|v| (v - mx).exp()).collect();

@@ -136,7 +136,12 @@ pub fn compare(a: &Generation, b: &Generation) -> Agreement {
                 .collect();
             let ulps = |a: f32, b: f32| ValueKind::F32.ulp_distance(a.to_bits().into(), b.to_bits().into());
             let max_ulp = diff.iter().map(|&k| ulps(x.logits[k], y.logits[k])).max().unwrap_or(0);
-            return Agreement::Differs { step: i, values: diff.len(), max_ulp, first: diff.first().copied().unwrap_or(0) };
+            return Agreement::Differs {
+                step: i,
+                values: diff.len(),
+                max_ulp,
+                first: diff.first().copied().unwrap_or(0),
+            };
         }
     }
     Agreement::Identical { steps: a.steps.len().min(b.steps.len()) }

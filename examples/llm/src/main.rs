@@ -13,8 +13,8 @@
 //! Exit status: 0 when every comparison asked for holds, 1 when one differs, 2 for bad input.
 
 use clap::Parser;
-use island_llm::generate::{self, Agreement, Generation};
 use island_llm::float_reference::FloatReference;
+use island_llm::generate::{self, Agreement, Generation};
 use island_llm::reference::Reference;
 use island_llm::tokenizer::Tok;
 use island_llm::{Engine, LlmError, Model, model_file};
@@ -111,12 +111,21 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     if let Some(e) = &expected
         && e.prompt != prompt
     {
-        return Err(LlmError::Setting(format!("{}: recorded for another prompt", args.expect.as_ref().unwrap().display())));
+        return Err(LlmError::Setting(format!(
+            "{}: recorded for another prompt",
+            args.expect.as_ref().unwrap().display()
+        )));
     }
 
     let client = args.runtime.client().map_err(LlmError::Runtime)?;
     let mut engine = Engine::new(&client, &model, args.context, None)?;
-    println!("model: {} ({} layers, dim {}, vocabulary {})", path.display(), model.config.layers, model.config.dim, model.config.vocab);
+    println!(
+        "model: {} ({} layers, dim {}, vocabulary {})",
+        path.display(),
+        model.config.layers,
+        model.config.dim,
+        model.config.vocab
+    );
     println!("runtime: {} on `{}` ({})", args.runtime.as_str(), client.properties().identity.name, engine.target());
     println!("prompt: {} tokens {:?}", prompt.len(), prompt);
     let mut shown = tok.decode(&prompt)?;
@@ -199,7 +208,11 @@ fn report(what: &str, a: &Generation, b: &Generation) -> bool {
             true
         }
         Agreement::Identical { steps } => {
-            println!("{what}: byte-identical for {steps} steps, but one run has {} and the other {}", a.steps.len(), b.steps.len());
+            println!(
+                "{what}: byte-identical for {steps} steps, but one run has {} and the other {}",
+                a.steps.len(),
+                b.steps.len()
+            );
             false
         }
         Agreement::Differs { step, values, max_ulp, first } => {
@@ -230,13 +243,20 @@ fn read_record(path: &PathBuf) -> Result<Generation, LlmError> {
     let text = std::fs::read_to_string(path).map_err(|source| LlmError::Read { path: path.clone(), source })?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let prompt = v["prompt"].as_array().ok_or_else(|| bad("no `prompt` array".into()))?;
-    let prompt = prompt.iter().map(|t| t.as_u64().map(|t| t as u32)).collect::<Option<Vec<_>>>().ok_or_else(|| bad("a prompt token is not a number".into()))?;
+    let prompt = prompt
+        .iter()
+        .map(|t| t.as_u64().map(|t| t as u32))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| bad("a prompt token is not a number".into()))?;
     let steps = v["steps"].as_array().ok_or_else(|| bad("no `steps` array".into()))?;
     let steps = steps
         .iter()
         .map(|s| {
             let token = s["token"].as_u64().ok_or_else(|| bad("a step without a token".into()))? as u32;
-            let h = s["sha256"].as_str().filter(|h| h.len() == 64).ok_or_else(|| bad("a step without a 64-digit sha256".into()))?;
+            let h = s["sha256"]
+                .as_str()
+                .filter(|h| h.len() == 64)
+                .ok_or_else(|| bad("a step without a 64-digit sha256".into()))?;
             let mut hash = [0u8; 32];
             for (i, b) in hash.iter_mut().enumerate() {
                 *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).map_err(|e| bad(e.to_string()))?;

@@ -45,7 +45,10 @@ pub fn read(path: &Path, verify: bool) -> Result<Vec<u8>, LlmError> {
         }
         let hash = hex(&Sha256::digest(&bytes));
         if hash != SHA256 {
-            return Err(LlmError::WrongModel { path: path.to_path_buf(), why: format!("SHA-256 {hash}, expected {SHA256}") });
+            return Err(LlmError::WrongModel {
+                path: path.to_path_buf(),
+                why: format!("SHA-256 {hash}, expected {SHA256}"),
+            });
         }
     }
     Ok(bytes)

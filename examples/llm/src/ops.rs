@@ -76,7 +76,9 @@ pub fn matvec(client: &Client, w: &QuantMatrix, x: &[f32], y0: Option<&[f32]>) -
     let shape = MatvecShape { ty: w.ty, rows: w.rows, blocks, accumulate: y0.is_some() };
     let (count, dim) = grid(w.rows, UNITS);
     // SAFETY: `wb` holds `w.words.len()` words, read as vectors of four; `xq` `words` words.
-    let (w4, xq4) = unsafe { (BufferArg::from_raw_parts(wb.0.clone(), wb.1 / 4), BufferArg::from_raw_parts(xq.0.clone(), words / 4)) };
+    let (w4, xq4) = unsafe {
+        (BufferArg::from_raw_parts(wb.0.clone(), wb.1 / 4), BufferArg::from_raw_parts(xq.0.clone(), words / 4))
+    };
     qmatvec::launch_with(client, count, dim, w4, arg(&sb), arg(&mb), xq4, arg(&xd), arg(&yb), shape, l.target);
     l.read(&yb)
 }
@@ -91,7 +93,15 @@ pub struct Rotated {
 
 /// [`rope_store`] of `qkv` at position `pos`, into caches of `cache` values.
 #[allow(clippy::too_many_arguments)]
-pub fn rope(client: &Client, qkv: &[f32], (cos, sin): (&[f32], &[f32]), pos: u32, at: u32, cache: usize, shape: AttnShape) -> Result<Rotated, LlmError> {
+pub fn rope(
+    client: &Client,
+    qkv: &[f32],
+    (cos, sin): (&[f32], &[f32]),
+    pos: u32,
+    at: u32,
+    cache: usize,
+    shape: AttnShape,
+) -> Result<Rotated, LlmError> {
     let l = Launch::new(client);
     let dim = shape.heads * AttnShape::HEAD_DIM;
     let kv = shape.kv_heads * AttnShape::HEAD_DIM;
@@ -99,13 +109,34 @@ pub fn rope(client: &Client, qkv: &[f32], (cos, sin): (&[f32], &[f32]), pos: u32
     let (kcb, vcb) = (l.f32s(&vec![0.0; cache]), l.f32s(&vec![0.0; cache]));
     let (cb, sb) = (l.f32s(cos), l.f32s(sin));
     let (count, cube) = grid(dim / 2 + kv, UNITS);
-    rope_store::launch_with(client, count, cube, arg(&qkvb), arg(&qb), arg(&kcb), arg(&vcb), arg(&cb), arg(&sb), pos, at, shape, l.target);
+    rope_store::launch_with(
+        client,
+        count,
+        cube,
+        arg(&qkvb),
+        arg(&qb),
+        arg(&kcb),
+        arg(&vcb),
+        arg(&cb),
+        arg(&sb),
+        pos,
+        at,
+        shape,
+        l.target,
+    );
     Ok(Rotated { q: l.read(&qb)?, kc: l.read(&kcb)?, vc: l.read(&vcb)? })
 }
 
 /// [`scores`] of the query `q` against the first `n` keys of the cache `kc` (from `base`):
 /// `heads × context` values, those past `n` left at zero.
-pub fn attention_scores(client: &Client, q: &[f32], kc: &[f32], n: u32, base: u32, shape: AttnShape) -> Result<Vec<f32>, LlmError> {
+pub fn attention_scores(
+    client: &Client,
+    q: &[f32],
+    kc: &[f32],
+    n: u32,
+    base: u32,
+    shape: AttnShape,
+) -> Result<Vec<f32>, LlmError> {
     let l = Launch::new(client);
     let (qb, kb, sb) = (l.f32s(q), l.f32s(kc), l.f32s(&vec![0.0; shape.heads * shape.context]));
     let (count, dim) = grid(shape.heads * n as usize, UNITS);
@@ -123,7 +154,14 @@ pub fn softmax_heads(client: &Client, s: &[f32], n: u32, shape: AttnShape) -> Re
 }
 
 /// [`attend`]: each head's weights `p` (`heads × context`) over the first `n` values of `vc`.
-pub fn attention_values(client: &Client, p: &[f32], vc: &[f32], n: u32, base: u32, shape: AttnShape) -> Result<Vec<f32>, LlmError> {
+pub fn attention_values(
+    client: &Client,
+    p: &[f32],
+    vc: &[f32],
+    n: u32,
+    base: u32,
+    shape: AttnShape,
+) -> Result<Vec<f32>, LlmError> {
     let l = Launch::new(client);
     let dim = shape.heads * AttnShape::HEAD_DIM;
     let (pb, vb, ob) = (l.f32s(p), l.f32s(vc), l.f32s(&vec![0.0; dim]));

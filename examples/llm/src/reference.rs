@@ -148,8 +148,9 @@ impl<'m> Reference<'m> {
             let mut att = vec![0.0; c.dim];
             for head in 0..c.heads {
                 let k0 = head / group * hd;
-                let mut s: Vec<f32> =
-                    (0..n).map(|j| score(&q[head * hd..(head + 1) * hd], &self.kc[l][j * kv + k0..j * kv + k0 + hd])).collect();
+                let mut s: Vec<f32> = (0..n)
+                    .map(|j| score(&q[head * hd..(head + 1) * hd], &self.kc[l][j * kv + k0..j * kv + k0 + hd]))
+                    .collect();
                 softmax(&mut s);
                 for d in 0..hd {
                     att[head * hd + d] = weighted_sum(&s, (0..n).map(|j| self.vc[l][j * kv + k0 + d]));

@@ -29,7 +29,8 @@ impl Tok {
                 found: format!("`tokenizer.ggml.pre` = {}", vocab.pre),
             });
         }
-        let map: ahash::AHashMap<String, u32> = vocab.tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+        let map: ahash::AHashMap<String, u32> =
+            vocab.tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
         if map.len() != vocab.tokens.len() {
             return Err(LlmError::Tokenizer("the vocabulary repeats a token".into()));
         }
@@ -42,9 +43,13 @@ impl Tok {
                     .ok_or_else(|| LlmError::Tokenizer(format!("merge `{m}` is not two tokens")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let bpe = BPE::builder().vocab_and_merges(map, merges).build().map_err(|e| LlmError::Tokenizer(e.to_string()))?;
+        let bpe =
+            BPE::builder().vocab_and_merges(map, merges).build().map_err(|e| LlmError::Tokenizer(e.to_string()))?;
         let mut inner = Tokenizer::new(bpe);
-        inner.with_pre_tokenizer(Some(Sequence::new(vec![Digits::new(true).into(), ByteLevel::new(false, true, true).into()])));
+        inner.with_pre_tokenizer(Some(Sequence::new(vec![
+            Digits::new(true).into(),
+            ByteLevel::new(false, true, true).into(),
+        ])));
         inner.with_decoder(Some(ByteLevelDecoder::default()));
         let special: Vec<AddedToken> = vocab
             .tokens

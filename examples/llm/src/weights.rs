@@ -110,10 +110,10 @@ impl Model {
                 .get(name)
                 .ok_or_else(|| LlmError::Tensor { name: name.into(), why: "missing".into() })?
                 .to_info();
-            let data = gguf.data.get(t.offset()..t.offset() + t.nbytes()).ok_or_else(|| LlmError::Tensor {
-                name: name.into(),
-                why: "its data lies outside the file".into(),
-            })?;
+            let data = gguf
+                .data
+                .get(t.offset()..t.offset() + t.nbytes())
+                .ok_or_else(|| LlmError::Tensor { name: name.into(), why: "its data lies outside the file".into() })?;
             Ok((t.ty(), t.shape().iter().map(|&d| d as usize).collect(), data))
         };
         let matrix = |name: &str, rows: usize, cols: usize| -> Result<QuantMatrix, LlmError> {
@@ -132,7 +132,10 @@ impl Model {
         let vector = |name: &str, len: usize| -> Result<Vec<f32>, LlmError> {
             let (ty, shape, data) = tensor(name)?;
             if ty != GGmlType::F32 || shape != [len] {
-                return Err(LlmError::Tensor { name: name.into(), why: format!("{ty:?} {shape:?}, expected F32 [{len}]") });
+                return Err(LlmError::Tensor {
+                    name: name.into(),
+                    why: format!("{ty:?} {shape:?}, expected F32 [{len}]"),
+                });
             }
             Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
         };
@@ -143,15 +146,22 @@ impl Model {
         let (d, kv) = (config.dim, config.kv_dim());
         let embedding = matrix("token_embd.weight", config.vocab, d)?;
         if embedding.ty != QuantType::Q8_0 {
-            return Err(LlmError::Tensor { name: "token_embd.weight".into(), why: "this engine needs Q8_0 embeddings".into() });
+            return Err(LlmError::Tensor {
+                name: "token_embd.weight".into(),
+                why: "this engine needs Q8_0 embeddings".into(),
+            });
         }
         if gguf.tensors.contains_key("output.weight") {
-            return Err(LlmError::Unsupported { what: "tied embeddings".into(), found: "an `output.weight` tensor".into() });
+            return Err(LlmError::Unsupported {
+                what: "tied embeddings".into(),
+                found: "an `output.weight` tensor".into(),
+            });
         }
         let mut layers = Vec::with_capacity(config.layers);
         for l in 0..config.layers {
             let name = |t: &str| format!("blk.{l}.{t}.weight");
-            let (q, k, v) = (matrix(&name("attn_q"), d, d)?, matrix(&name("attn_k"), kv, d)?, matrix(&name("attn_v"), kv, d)?);
+            let (q, k, v) =
+                (matrix(&name("attn_q"), d, d)?, matrix(&name("attn_k"), kv, d)?, matrix(&name("attn_v"), kv, d)?);
             let (gate, up) = (matrix(&name("ffn_gate"), config.ffn, d)?, matrix(&name("ffn_up"), config.ffn, d)?);
             layers.push(Layer {
                 attn_norm: vector(&name("attn_norm"), d)?,
@@ -181,7 +191,10 @@ fn read_vocab(gguf: &GGuf) -> Result<Vocab, LlmError> {
         .collect::<Result<Vec<i32>, _>>()
         .map_err(|e| LlmError::Metadata { key: "tokenizer.ggml.token_type".into(), why: format!("{e:?}") })?;
     if token_types.len() != tokens.len() {
-        return Err(LlmError::Metadata { key: "tokenizer.ggml.token_type".into(), why: "not one type per token".into() });
+        return Err(LlmError::Metadata {
+            key: "tokenizer.ggml.token_type".into(),
+            why: "not one type per token".into(),
+        });
     }
     let id = |key: &str| meta(gguf.get_u32(key), key);
     Ok(Vocab {

@@ -1,9 +1,9 @@
 //! The islands of the Q8_0 matvec and its two kernels (with islands, and written for CUDA by
 //! hand), built from one body.
 
+use crate::rows::{LANES, row_sum};
 use cubecl::prelude::*;
 use half::f16;
-use crate::rows::{LANES, row_sum};
 use island_intrinsics::{dp4a, exact, plane, portable, stream};
 use island_runtime::prelude::*;
 
@@ -292,7 +292,14 @@ fn block_step(
 /// The index of 16-byte half `half` of block `group·32 + lane` of `row` in the group-major
 /// weight layout (the kernel's side of [`word_index`]).
 #[cube]
-fn vector_at(#[comptime] rows: usize, #[comptime] blocks_per_row: usize, row: usize, group: usize, half: usize, lane: usize) -> usize {
+fn vector_at(
+    #[comptime] rows: usize,
+    #[comptime] blocks_per_row: usize,
+    row: usize,
+    group: usize,
+    half: usize,
+    lane: usize,
+) -> usize {
     let size = min(32, blocks_per_row - group * 32);
     group * 64 * rows + (row * 2 + half) * size + lane
 }
@@ -300,7 +307,13 @@ fn vector_at(#[comptime] rows: usize, #[comptime] blocks_per_row: usize, row: us
 /// The index of the scale of block `group·32 + lane` of `row` (the kernel's side of
 /// [`scale_index`]).
 #[cube]
-fn scale_at(#[comptime] rows: usize, #[comptime] blocks_per_row: usize, row: usize, group: usize, lane: usize) -> usize {
+fn scale_at(
+    #[comptime] rows: usize,
+    #[comptime] blocks_per_row: usize,
+    row: usize,
+    group: usize,
+    lane: usize,
+) -> usize {
     let size = min(32, blocks_per_row - group * 32);
     group * 32 * rows + row * size + lane
 }
@@ -344,4 +357,3 @@ pub fn matvec_q8_0_direct(
 ) {
     matvec_body(wq, wd, xq, xd, y, config, comptime!(None::<Target>));
 }
-

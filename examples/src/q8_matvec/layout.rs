@@ -1,8 +1,8 @@
 //! Q8_0 weights in the kernel's layout, and their import from GGUF `block_q8_0`.
 
 use super::kernels::BLOCK;
-use super::{ShapeError, check_shape};
 use super::reference::quantize_block;
+use super::{ShapeError, check_shape};
 use half::f16;
 
 /// Q8_0 weights in the kernel's layout.
@@ -81,4 +81,3 @@ fn group_of(per_row: usize, block: usize) -> (usize, usize) {
     let group = block / 32;
     (group, 32.min(per_row - group * 32))
 }
-

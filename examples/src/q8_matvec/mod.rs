@@ -31,9 +31,9 @@ pub use kernels::*;
 pub use layout::*;
 pub use reference::*;
 
+use crate::rows::LANES;
 use cubecl::prelude::*;
 use half::f16;
-use crate::rows::LANES;
 use island_runtime::Target;
 
 pub(crate) fn check_shape(rows: usize, cols: usize) -> Result<(), ShapeError> {

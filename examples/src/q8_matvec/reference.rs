@@ -57,4 +57,3 @@ pub fn reference(weights: &Q8Weights, x: &[f32]) -> Vec<f32> {
         })
         .collect()
 }
-

@@ -6,7 +6,6 @@
 // what launches of its islands consult.
 islands::ledger!();
 
-
 /// `byte_perm(a, b, s)`: the bytes of `b:a` are numbered 0–7 (`a`'s low byte is 0, `b`'s high
 /// byte is 7); byte `i` of the result is the byte that nibble `i` of `s` selects with its low
 /// three bits, or, if the nibble's top bit is set, that byte's sign (0x00 or 0xff) repeated.

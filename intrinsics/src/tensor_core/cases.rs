@@ -12,8 +12,18 @@ use super::Format;
 use island_runtime::value::Rng;
 
 /// The classes, in the order [`tile`] takes them.
-pub const CLASSES: &[&str] =
-    &["realistic", "wide", "cancellation", "alignment", "subnormal", "zeros", "specials", "bits", "dominant", "negative_zeros"];
+pub const CLASSES: &[&str] = &[
+    "realistic",
+    "wide",
+    "cancellation",
+    "alignment",
+    "subnormal",
+    "zeros",
+    "specials",
+    "bits",
+    "dominant",
+    "negative_zeros",
+];
 
 /// One tile: `a[i·16 + k]`, `b[k·16 + j]` (raw input bits), `c[i·16 + j]` (raw f32 bits).
 #[derive(Clone, Debug)]

@@ -152,7 +152,8 @@ impl FusedDot {
             if sig == 0 {
                 continue;
             }
-            let magnitude = if last >= lsb { (sig as i128) << (last - lsb) } else { self.cut_right(sig, (lsb - last) as u32) };
+            let magnitude =
+                if last >= lsb { (sig as i128) << (last - lsb) } else { self.cut_right(sig, (lsb - last) as u32) };
             sum += if neg { -magnitude } else { magnitude };
         }
         round_toward_zero(sum, lsb)
@@ -176,7 +177,7 @@ impl FusedDot {
     /// `acc (16×16, row-major) += a (16×k) · b (k×16)`, both row-major, one instruction per
     /// 16 of `k` in order, as a sequence of MMA calls on the device computes it.
     pub fn tile(&self, format: Format, a: &[u16], b: &[u16], k: usize, acc: &mut [u32]) {
-        assert!(k % 16 == 0 && a.len() >= 16 * k && b.len() >= 16 * k && acc.len() >= 256, "tile shapes");
+        assert!(k.is_multiple_of(16) && a.len() >= 16 * k && b.len() >= 16 * k && acc.len() >= 256, "tile shapes");
         for step in 0..k / 16 {
             for row in 0..16 {
                 for col in 0..16 {

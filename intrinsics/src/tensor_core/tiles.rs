@@ -22,5 +22,15 @@ pub fn tiles_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] model: Option<
 #[cube(launch)]
 pub fn tiles_bf16(a: &[bf16], b: &[bf16], c: &mut [f32], #[comptime] target: Target) {
     let base = ((CUBE_POS_X + CUBE_POS_Y * CUBE_COUNT_X) * 256) as usize;
-    mma::tile::<bf16, f32>(&a[base..], 16u32, &b[base..], 16u32, mma::Layout::RowMajor, &mut c[base..], 16u32, 1u32, target);
+    mma::tile::<bf16, f32>(
+        &a[base..],
+        16u32,
+        &b[base..],
+        16u32,
+        mma::Layout::RowMajor,
+        &mut c[base..],
+        16u32,
+        1u32,
+        target,
+    );
 }

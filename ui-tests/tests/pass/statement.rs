@@ -8,7 +8,7 @@ fn scale(out: &mut [f32]) {
     let i = ABSOLUTE_POS;
     island! {
         cuda | hip => {
-            out[i] = out[i] * 2.0;
+            out[i] *= 2.0;
         }
         default => {
             out[i] = out[i] + out[i];
