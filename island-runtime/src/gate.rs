@@ -386,25 +386,10 @@ pub fn speed_decision(ratios: &[f64], threshold: f64) -> (Decision, bool) {
     }
 }
 
-/// Today's UTC date, `YYYY-MM-DD` (days since the epoch to the civil calendar).
+/// Today's UTC date, `YYYY-MM-DD`.
 pub fn today() -> String {
-    let days =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400) as i64;
-    let (y, m, d) = civil(days);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Howard Hinnant's `civil_from_days`.
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + (m <= 2) as i64, m, d)
+    let date = time::OffsetDateTime::now_utc().date();
+    format!("{:04}-{:02}-{:02}", date.year(), u8::from(date.month()), date.day())
 }
 
 #[cfg(test)]
@@ -424,9 +409,16 @@ mod tests {
     }
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(super::civil(0), (1970, 1, 1));
-        assert_eq!(super::civil(20_788), (2026, 12, 1));
-        assert_eq!(super::civil(11_016), (2000, 2, 29));
+    fn today_is_an_iso_date() {
+        let d = super::today();
+        let parts: Vec<u32> = d.split('-').map(|p| p.parse().expect("digits")).collect();
+        assert!(
+            d.len() == 10
+                && parts.len() == 3
+                && parts[0] >= 2026
+                && (1..=12).contains(&parts[1])
+                && (1..=31).contains(&parts[2]),
+            "{d}"
+        );
     }
 }
