@@ -273,12 +273,7 @@ impl Ledger {
 /// A stable 64-bit hash of generated code (FNV-1a), in hex: the same on every machine and Rust
 /// version, which `std`'s hashers do not promise.
 pub fn code_hash(code: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in code.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::hash::fnv1a(code.as_bytes()))
 }
 
 /// A crate's ledger file, embedded at build time by [`crate::ledger!`].

@@ -29,6 +29,7 @@ pub mod emulation;
 pub mod evidence;
 pub mod fingerprint;
 pub mod gate;
+pub mod hash;
 pub mod intrinsic;
 pub mod launch;
 pub mod ledger;

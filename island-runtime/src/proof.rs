@@ -349,7 +349,7 @@ fn groups_of(lifted: &Lifted, cubes: u32) -> Vec<Vec<Group>> {
 
 /// Cubes a run needs for every edge group of its inputs and `depth`'s random groups.
 fn cubes_for(lifted: &Lifted, depth: u32) -> u32 {
-    lifted.params.iter().map(|p| p.kind.groups(depth).len() as u32).max().unwrap_or(2).max(2)
+    lifted.params.iter().map(|p| p.kind.group_count(depth) as u32).max().unwrap_or(2).max(2)
 }
 
 /// Cubes of a run: enough for `lanes` (the island's own `lanes = N` when `None`) and for every

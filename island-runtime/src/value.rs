@@ -75,12 +75,7 @@ impl Rng {
 /// Mixes a name into a seed, so every (island, arm) gets its own reproducible stream.
 pub fn seed_for(base: u64, name: &str) -> u64 {
     // FNV-1a over the name, folded into the base through one SplitMix step.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    Rng::new(base ^ h).next_u64()
+    Rng::new(base ^ crate::hash::fnv1a(name.as_bytes())).next_u64()
 }
 
 impl ValueKind {
@@ -191,19 +186,12 @@ impl ValueKind {
         }
     }
 
-    /// The groups a proof draws, one per cube (a plane, a tile): every edge group of the kind,
-    /// then `8 · depth` realistic and `2 · depth` wide random groups. See [`Group`].
-    pub fn groups(self, depth: u32) -> Vec<Group> {
-        let depth = depth.max(1) as usize;
-        let (edges, realistic, wide): (&[Group], Group, Group) = if self.is_float() {
-            (Group::FLOAT_EDGES, Group::Realistic, Group::Wide)
-        } else {
-            (Group::INT_EDGES, Group::Random, Group::Small)
-        };
-        let mut groups = edges.to_vec();
-        groups.extend(std::iter::repeat_n(realistic, 8 * depth));
-        groups.extend(std::iter::repeat_n(wide, 2 * depth));
-        groups
+    /// How many cubes a run of `depth` needs for this kind: one per edge group, then `8 · depth`
+    /// realistic and `2 · depth` wide (or small) random groups, in the order [`ValueKind::group_at`]
+    /// hands them out.
+    pub fn group_count(self, depth: u32) -> usize {
+        let edges = if self.is_float() { Group::FLOAT_EDGES.len() } else { Group::INT_EDGES.len() };
+        edges + 10 * depth.max(1) as usize
     }
 
     /// The group of this kind that cube `cube` of a proof holds, when the proof draws
