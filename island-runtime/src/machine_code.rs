@@ -134,25 +134,28 @@ fn arch(sm: u32) -> String {
     if sm >= 90 { format!("sm_{sm}a") } else { format!("sm_{sm}") }
 }
 
-#[cfg(feature = "cuda")]
-fn cuda_home() -> std::path::PathBuf {
-    std::env::var_os("CUDA_PATH").map(std::path::PathBuf::from).unwrap_or_else(|| "/usr/local/cuda".into())
-}
-
+/// The CUDA toolkit's `bin/name`, where CubeCL finds the toolkit; else `name` on the path.
 #[cfg(feature = "cuda")]
 fn cuda_tool(name: &str) -> std::path::PathBuf {
-    let bundled = cuda_home().join("bin").join(name);
-    if bundled.exists() { bundled } else { name.into() }
+    cubecl::cuda::install::cuda_path()
+        .map(|home| home.join("bin").join(name))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| name.into())
 }
 
 #[cfg(feature = "cuda")]
 fn nvrtc_cubin(source: &str, sm: u32) -> Result<Vec<u8>, String> {
     use cudarc::nvrtc::{result, sys};
-    let include = cuda_home().join("include");
-    let cccl = include.join("cccl");
+    // The include paths CubeCL's own compilation passes (`CUDA_PATH`, then the usual install
+    // places), which panic without a toolkit: asked only after one was found.
+    use cubecl::cuda::install::{cccl_include_path, cuda_path, include_path};
+    if cuda_path().is_none() {
+        return Err("no CUDA toolkit found (set CUDA_PATH): NVRTC needs its headers".into());
+    }
+    let cccl = cccl_include_path();
     let mut options = vec![
         format!("--gpu-architecture={}", arch(sm)),
-        format!("--include-path={}", include.display()),
+        format!("--include-path={}", include_path().display()),
         "-lineinfo".to_string(),
     ];
     if cccl.exists() {

@@ -97,17 +97,7 @@ pub fn compare(
         // vector, the component.
         let first = first_scalar / width;
         let component = if *width > 1 { format!(", component {}", first_scalar % width) } else { String::new() };
-        let mut r = String::new();
-        let _ = writeln!(
-            r,
-            "island `{}` arm `{}`: the {} differs from the {}",
-            entry.site.id,
-            entry.label(),
-            a.label,
-            b.label
-        );
-        let _ = writeln!(r, "  arm written at {}", entry.location());
-        let _ = writeln!(r, "  arm semantics: {profile}");
+        let mut r = header(entry, profile, &format!("the {} differs from the {}", a.label, b.label));
         let _ = writeln!(r, "  executed on: {} = {}; {} = {}", a.label, a.description, b.label, b.description);
         let _ = writeln!(r, "  contract: {contract}");
         if let (Some(mask), Some(dc)) = (outputs.dont_care, &lifted.dont_care) {
@@ -146,11 +136,7 @@ pub fn compare(
                 .collect();
             let _ = writeln!(r, "    inputs at that lane: {}", shown.join(", "));
         }
-        let _ = write!(
-            r,
-            "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
-            entry.name()
-        );
+        replay(&mut r, entry, (base_seed, seed));
         found = Some(Difference { report: r, cubes: BTreeMap::new() });
     }
     let mut difference = found?;
@@ -191,16 +177,7 @@ pub fn taint(
     (base_seed, seed): (u64, u64),
 ) -> Difference {
     let condition = lifted.dont_care.as_ref().map_or("", |d| d.condition);
-    let mut r = String::new();
-    let _ = writeln!(
-        r,
-        "island `{}` arm `{}`: the {} reads a don't-care lane into a defined one",
-        entry.site.id,
-        entry.label(),
-        side.label
-    );
-    let _ = writeln!(r, "  arm written at {}", entry.location());
-    let _ = writeln!(r, "  arm semantics: {profile}");
+    let mut r = header(entry, profile, &format!("the {} reads a don't-care lane into a defined one", side.label));
     let _ = writeln!(r, "  executed on: {} = {}", side.label, side.description);
     let _ = writeln!(
         r,
@@ -216,10 +193,25 @@ pub fn taint(
     );
     let _ = writeln!(r, "    {:<9} = {}", "before", kind.show(clean));
     let _ = writeln!(r, "    {:<9} = {}", "tainted", kind.show(tainted));
+    replay(&mut r, entry, (base_seed, seed));
+    Difference { report: r, cubes: BTreeMap::new() }
+}
+
+/// A report's first lines: the island, the arm, what went wrong, where the arm is written and
+/// whose semantics it ran with.
+fn header(entry: &ArmEntry, profile: &Profile, what: &str) -> String {
+    let mut r = String::new();
+    let _ = writeln!(r, "island `{}` arm `{}`: {what}", entry.site.id, entry.label());
+    let _ = writeln!(r, "  arm written at {}", entry.location());
+    let _ = writeln!(r, "  arm semantics: {profile}");
+    r
+}
+
+/// A report's last line: the seed, and how to replay the run.
+fn replay(r: &mut String, entry: &ArmEntry, (base_seed, seed): (u64, u64)) {
     let _ = write!(
         r,
         "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
         entry.name()
     );
-    Difference { report: r, cubes: BTreeMap::new() }
 }

@@ -16,7 +16,9 @@ use island_llm::ops;
 use island_llm::quant::{QuantMatrix, QuantType};
 use island_llm::reference as r;
 use island_llm::weights::Config;
+use island_runtime::Contract;
 use island_runtime::runtimes::RuntimeName;
+use island_runtime::value::{Rng, ValueKind};
 use libtest_mimic::{Failed, Trial};
 
 const CONFIG: Config = Config {
@@ -65,26 +67,21 @@ pub fn trials() -> Vec<Trial> {
     trials
 }
 
-/// A seeded generator (splitmix64): the checks' inputs are fixed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
+/// The draws the checks build their inputs from, on the proofs' own generator.
+trait Draw {
     /// A uniform value in `[0, 1)`.
+    fn unit(&mut self) -> f32;
+    /// A random sign and mantissa, exponent within `±binades` of 1.
+    fn wide(&mut self, binades: i32) -> f32;
+}
+
+impl Draw for Rng {
     fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
     }
 
-    /// A random sign and mantissa, exponent within `±binades` of 1.
     fn wide(&mut self, binades: i32) -> f32 {
-        let bits = self.next();
+        let bits = self.next_u64();
         let e = (bits % (2 * binades as u64 + 1)) as i32 - binades;
         let m = 1.0 + ((bits >> 16) & 0x7f_ffff) as f32 / (1u32 << 23) as f32;
         let s = if bits >> 63 == 1 { -1.0 } else { 1.0 };
@@ -92,14 +89,18 @@ impl Rng {
     }
 }
 
+/// Whether two values are the same under the exact contract (bits equal, any NaN equal to any
+/// NaN), as proofs compare.
+fn same(a: f32, b: f32) -> bool {
+    Contract::Exact.accepts(ValueKind::F32, a.to_bits() as u64, b.to_bits() as u64, None)
+}
+
 /// The first index where `got` and `want` differ in bits, as an error naming `what`.
 fn same_bits(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
     if got.len() != want.len() {
         return Err(format!("{what}: {} values, expected {}", got.len(), want.len()).into());
     }
-    let differ: Vec<usize> = (0..got.len())
-        .filter(|&i| got[i].to_bits() != want[i].to_bits() && !(got[i].is_nan() && want[i].is_nan()))
-        .collect();
+    let differ: Vec<usize> = (0..got.len()).filter(|&i| !same(got[i], want[i])).collect();
     match differ.first() {
         None => Ok(()),
         Some(&i) => Err(format!("{what}: {} of {} values differ from the reference; first at {i}: kernel {:e} ({:#010x}), reference {:e} ({:#010x})", differ.len(), got.len(), got[i], got[i].to_bits(), want[i], want[i].to_bits()).into()),
@@ -117,7 +118,7 @@ fn decides(what: &str, reference: &[f32], variant: &[f32]) -> Result<(), Failed>
         )
         .into());
     }
-    if reference.iter().zip(variant).any(|(a, b)| a.to_bits() != b.to_bits() && !(a.is_nan() && b.is_nan())) {
+    if reference.iter().zip(variant).any(|(&a, &b)| !same(a, b)) {
         Ok(())
     } else {
         Err(format!("the inputs cannot fail the check: {what} gives the reference's bits on every value").into())
@@ -128,7 +129,7 @@ fn decides(what: &str, reference: &[f32], variant: &[f32]) -> Result<(), Failed>
 /// overflow, subnormals, zeros, and rows of one repeated value.
 fn rmsnorm(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     let n = CONFIG.dim;
-    let mut rng = Rng(0x5eed_0001);
+    let mut rng = Rng::new(0x5eed_0001);
     let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
     let mut rows: Vec<Vec<f32>> =
         (0..24).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
@@ -176,10 +177,10 @@ fn matrix(ty: QuantType, rows: usize, cols: usize, rng: &mut Rng) -> Result<Quan
         };
         bytes.extend(scale(rng).to_le_bytes());
         match ty {
-            QuantType::Q8_0 => bytes.extend((0..32).map(|j| if j == 0 { 0x80 } else { rng.next() as u8 })),
+            QuantType::Q8_0 => bytes.extend((0..32).map(|j| if j == 0 { 0x80 } else { rng.next_u64() as u8 })),
             QuantType::Q4_1 => {
                 bytes.extend(f16::from_f32(rng.wide(3) * 1e-2).to_le_bytes());
-                bytes.extend((0..16).map(|_| rng.next() as u8));
+                bytes.extend((0..16).map(|_| rng.next_u64() as u8));
             }
         }
     }
@@ -211,7 +212,7 @@ fn activations(cols: usize, rng: &mut Rng) -> Vec<f32> {
 
 /// The quantizer and the matvec of one quantization type, with and without the fused residual.
 fn matvec(client: &cubecl::prelude::Client, ty: QuantType) -> Result<(), Failed> {
-    let mut rng = Rng(0x5eed_0002 ^ ty as u64);
+    let mut rng = Rng::new(0x5eed_0002 ^ ty as u64);
     let (rows, cols) = (96, CONFIG.dim);
     let w = matrix(ty, rows, cols, &mut rng)?;
     let x = activations(cols, &mut rng);
@@ -250,7 +251,7 @@ fn reverse_blocks(w: &QuantMatrix) -> QuantMatrix {
 /// RoPE at a position whose angles are not exact, on wide values: one rounding per output
 /// (`fma`) decides against two.
 fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
-    let mut rng = Rng(0x5eed_0003);
+    let mut rng = Rng::new(0x5eed_0003);
     let (dim, kv) = (CONFIG.dim, CONFIG.kv_dim());
     let (cos, sin) = rope_tables(&CONFIG, SHAPE.context);
     let qkv: Vec<f32> = (0..dim + 2 * kv).map(|i| if i % 17 == 0 { -0.0 } else { rng.wide(12) }).collect();
@@ -280,7 +281,7 @@ fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
 /// Attention scores over 40 cached positions of one layer (from a nonzero base): terms of wide
 /// magnitudes, so the order and the fusing of the dot product decide.
 fn scores(client: &cubecl::prelude::Client) -> Result<(), Failed> {
-    let mut rng = Rng(0x5eed_0004);
+    let mut rng = Rng::new(0x5eed_0004);
     let (dim, kv, hd) = (CONFIG.dim, CONFIG.kv_dim(), CONFIG.head_dim);
     let n = 40usize;
     let base = 3 * SHAPE.context * kv;
@@ -309,7 +310,7 @@ fn scores(client: &cubecl::prelude::Client) -> Result<(), Failed> {
 /// −∞ (a masked score), a constant row, realistic and wide rows; the positions past `n` must be
 /// left alone.
 fn softmax(client: &cubecl::prelude::Client) -> Result<(), Failed> {
-    let mut rng = Rng(0x5eed_0005);
+    let mut rng = Rng::new(0x5eed_0005);
     let (c, n) = (SHAPE.context, 61usize);
     let mut s = vec![0.0f32; SHAPE.heads * c];
     for h in 0..SHAPE.heads {
@@ -362,7 +363,7 @@ fn softmax(client: &cubecl::prelude::Client) -> Result<(), Failed> {
 /// The weighted sum of 50 cached values: weights with exact zeros, wide values, so order and
 /// fusing decide.
 fn attend(client: &cubecl::prelude::Client) -> Result<(), Failed> {
-    let mut rng = Rng(0x5eed_0006);
+    let mut rng = Rng::new(0x5eed_0006);
     let (kv, hd, c) = (CONFIG.kv_dim(), CONFIG.head_dim, SHAPE.context);
     let n = 50usize;
     let base = 2 * c * kv;
@@ -387,7 +388,7 @@ fn attend(client: &cubecl::prelude::Client) -> Result<(), Failed> {
 /// SwiGLU over the model's width: gates where `exp(−g)` overflows (−0.0 results), underflows,
 /// ±0, subnormals, and realistic values; the order of the division and the product decides.
 fn swiglu(client: &cubecl::prelude::Client) -> Result<(), Failed> {
-    let mut rng = Rng(0x5eed_0007);
+    let mut rng = Rng::new(0x5eed_0007);
     let n = CONFIG.ffn;
     let gate: Vec<f32> = (0..n)
         .map(|i| match i % 8 {
