@@ -8,11 +8,21 @@ use crate::{
     prelude::*,
 };
 
-const fn spin_loop_instruction() -> Option<&'static str> {
-    if cfg!(any(target_arch = "x86", target_arch = "x86_64")) {
-        Some("pause")
+/// What a unit waiting at a cube barrier runs per turn: the instruction, its LLVM constraints,
+/// and whether it has side effects.
+///
+/// A barrier kernel gets one thread per unit, so a cube of 64 units on a 2-core machine has 32
+/// spinning threads per core: with a bare `pause`, each waiter burns its whole time slice (a
+/// scheduler tick) before the unit it waits for runs, and one barrier costs hundreds of
+/// milliseconds. On Linux x86-64 the waiter gives its core away (`sched_yield`, syscall 24)
+/// instead, which makes the same barrier cost microseconds.
+const fn spin_loop_instruction() -> Option<(&'static str, &'static str, bool)> {
+    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        Some(("movl $$24, %eax\nsyscall", "~{rax},~{rcx},~{r11},~{memory}", true))
+    } else if cfg!(any(target_arch = "x86", target_arch = "x86_64")) {
+        Some(("pause", "", false))
     } else if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
-        Some("yield")
+        Some(("yield", "", false))
     } else {
         None
     }
@@ -26,9 +36,9 @@ impl ToLLVMDialect for SpinLoopHintOp {
         rewriter: &mut DialectConversionRewriter,
         _operands_info: &OperandsInfo,
     ) -> Result<()> {
-        if let Some(instruction) = spin_loop_instruction() {
+        if let Some((instruction, constraints, side_effects)) = spin_loop_instruction() {
             let void_ty = VoidType::get(ctx).into();
-            let hint = llvm::InlineAsmOp::new(ctx, void_ty, vec![], instruction, "", false);
+            let hint = llvm::InlineAsmOp::new(ctx, void_ty, vec![], instruction, constraints, side_effects);
             rewriter.insert_op(ctx, &hint);
         }
         rewriter.erase_operation(ctx, self.get_operation());
