@@ -1,16 +1,17 @@
-//! `#[islands]` on a function: find its tag, rewrite every `island!` in its body, and emit the
-//! islands' items and (for launch kernels) the launch paths that fill the tag.
+//! `#[islands]` on a function: the driver. It finds the tag (`tag`), rewrites every `island!`
+//! in the body (`parse`, `validate`, `expand`), and emits the islands' items and, for launch
+//! kernels, the launch paths (`launch`).
 
 use crate::ast::{Island, TagParam};
 use crate::parse::TagOption;
 use crate::{expand, parse, validate};
 use island_vocab::Expect;
-use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use proc_macro2::TokenStream;
+use quote::quote;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
-use syn::{Attribute, Expr, FnArg, Ident, ItemFn, Macro, Pat, Stmt, Token, Type};
+use syn::{Expr, Ident, ItemFn, Macro, Stmt, Token};
 
 /// The attribute's entry point.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -38,26 +39,6 @@ fn with_item(error: TokenStream, item: TokenStream) -> TokenStream {
     quote! { #error #item }
 }
 
-/// How the function is launched, read off its `#[cube(…)]`.
-struct CubeAttr {
-    launch: bool,
-    launch_unchecked: bool,
-}
-
-fn cube_attr(attrs: &[Attribute]) -> Option<CubeAttr> {
-    let attr = attrs.iter().find(|a| a.path().segments.last().is_some_and(|s| s.ident == "cube"))?;
-    let mut cube = CubeAttr { launch: false, launch_unchecked: false };
-    if let syn::Meta::List(list) = &attr.meta {
-        for token in list.tokens.clone() {
-            if let proc_macro2::TokenTree::Ident(i) = token {
-                cube.launch |= i == "launch";
-                cube.launch_unchecked |= i == "launch_unchecked";
-            }
-        }
-    }
-    Some(cube)
-}
-
 fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors: &mut Vec<syn::Error>) -> TokenStream {
     let mut explicit_tag = None;
     let mut expect = Expect::Equal;
@@ -67,7 +48,7 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
             TagOption::Expect(e) => expect = e,
         }
     }
-    let Some(cube) = cube_attr(&func.attrs) else {
+    let Some(cube) = crate::launch::cube_attr(&func.attrs) else {
         errors.push(syn::Error::new(
             func.sig.ident.span(),
             "#[islands] must be placed above #[cube] (or #[cube(launch)]): it rewrites the body before CubeCL expands it",
@@ -75,7 +56,7 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
         return quote!(#func);
     };
     let is_kernel = cube.launch || cube.launch_unchecked;
-    let tag = tag_param(&mut func, explicit_tag, is_kernel, errors);
+    let tag = crate::tag::param(&mut func, explicit_tag, is_kernel, errors);
     let tag_reported = tag.is_err();
 
     let mut visitor = Rewriter {
@@ -118,87 +99,10 @@ fn function(options: Punctuated<TagOption, Token![,]>, mut func: ItemFn, errors:
     });
 
     if is_kernel {
-        let launch = launch_paths(&mut func, &cube, visitor.tag.as_ref().map(|t| &t.name));
+        let launch = crate::launch::paths(&mut func, &cube, visitor.tag.as_ref().map(|t| &t.name));
         quote! { #func #(#items)* #launch }
     } else {
         quote! { #func #(#items)* }
-    }
-}
-
-/// Finds the tag parameter: the one `tag = …` names, else one of type `Target`, else one
-/// named `target`. A launch kernel without one gets `#[comptime] target: Target` appended.
-/// `Err` when the tag is written wrongly (already reported): islands then take `default`.
-fn tag_param(
-    func: &mut ItemFn,
-    explicit: Option<Ident>,
-    is_kernel: bool,
-    errors: &mut Vec<syn::Error>,
-) -> Result<Option<TagParam>, ()> {
-    let rt = crate::paths::runtime();
-    let params: Vec<(Ident, &syn::PatType)> = func
-        .sig
-        .inputs
-        .iter()
-        .filter_map(|arg| match arg {
-            FnArg::Typed(pt) => match &*pt.pat {
-                Pat::Ident(pi) => Some((pi.ident.clone(), pt)),
-                _ => None,
-            },
-            FnArg::Receiver(_) => None,
-        })
-        .collect();
-    let found = match &explicit {
-        Some(name) => match params.iter().find(|(n, _)| n == name) {
-            Some(p) => Some(p),
-            None => {
-                errors
-                    .push(syn::Error::new(name.span(), format!("`tag = {name}` names no parameter of this function")));
-                return Err(());
-            }
-        },
-        None => params
-            .iter()
-            .find(|(_, pt)| crate::ast::is_target_type(&pt.ty))
-            .or_else(|| params.iter().find(|(n, _)| n == "target")),
-    };
-    if let Some((name, pt)) = found {
-        let name = name.clone();
-        let ty = &pt.ty;
-        if !crate::ast::is_target_type(ty) {
-            errors.push(syn::Error::new(
-                ty.span(),
-                format!(
-                    "the tag parameter `{name}` must have type `island_runtime::Target`, found `{}`",
-                    quote!(#ty).to_string().replace(' ', "")
-                ),
-            ));
-            return Err(());
-        }
-        if !pt.attrs.iter().any(|a| a.path().is_ident("comptime")) {
-            errors.push(syn::Error::new(
-                pt.span(),
-                format!("the tag parameter `{name}` must be marked `#[comptime]`: islands are selected while the kernel is expanded"),
-            ));
-            // Recover as if it were, so CubeCL reports nothing more about it.
-            mark_comptime(func, &name);
-        }
-        return Ok(Some(TagParam { name }));
-    }
-    if is_kernel {
-        let name = Ident::new("target", Span::call_site());
-        func.sig.inputs.push(syn::parse_quote!(#[comptime] #name: #rt::Target));
-        return Ok(Some(TagParam { name }));
-    }
-    Ok(None)
-}
-
-fn mark_comptime(func: &mut ItemFn, name: &Ident) {
-    for arg in func.sig.inputs.iter_mut() {
-        if let FnArg::Typed(pt) = arg
-            && matches!(&*pt.pat, Pat::Ident(pi) if &pi.ident == name)
-        {
-            pt.attrs.push(syn::parse_quote!(#[comptime]));
-        }
     }
 }
 
@@ -333,129 +237,4 @@ impl VisitMut for Rewriter {
         }
         syn::visit_mut::visit_stmt_mut(self, stmt);
     }
-}
-
-/// Launch kernels: the CubeCL kernel is renamed `__islands_kernel_<name>`, and `mod <name>`
-/// re-exports it with two launch paths in front: `launch` fills the tag from the client,
-/// `launch_with` takes any tag (to force an arm).
-fn launch_paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> TokenStream {
-    let rt = crate::paths::runtime();
-    let cubecl = crate::paths::cubecl();
-    let name = func.sig.ident.clone();
-    let inner = format_ident!("__islands_kernel_{}", name);
-    func.sig.ident = inner.clone();
-    let vis = &func.vis;
-    let generics = &func.sig.generics;
-    let (_, ty_generics, where_clause) = generics.split_for_impl();
-    let turbofish = ty_generics.as_turbofish();
-
-    let mut params = Vec::new();
-    let mut call = Vec::new();
-    let mut call_with = Vec::new();
-    for arg in &func.sig.inputs {
-        let FnArg::Typed(pt) = arg else { continue };
-        let Pat::Ident(pi) = &*pt.pat else { continue };
-        let ident = &pi.ident;
-        let is_tag = tag.is_some_and(|t| t == ident);
-        let comptime = pt.attrs.iter().any(|a| a.path().is_ident("comptime"));
-        if is_tag {
-            call.push(quote!(#rt::Target::for_client(__client)));
-            call_with.push(quote!(#ident));
-            continue;
-        }
-        let ty = if comptime {
-            let ty = &pt.ty;
-            quote!(#ty)
-        } else {
-            runtime_arg(&pt.ty)
-        };
-        params.push(quote!(#ident: #ty));
-        call.push(quote!(#ident));
-        call_with.push(quote!(#ident));
-    }
-    let tag_ident = tag.cloned().unwrap_or_else(|| Ident::new("target", Span::call_site()));
-    let doc_auto = format!(
-        "Launches `{name}` with the tag of `client`'s device: each island takes the arm of that \
-         device where its guard holds, and `default` otherwise."
-    );
-    let doc_with = format!("Launches `{name}` with an explicit tag, e.g. one that forces an arm.");
-    let checked = cube.launch.then(|| {
-        quote! {
-            #[doc = #doc_auto]
-            #[allow(clippy::too_many_arguments)]
-            pub fn launch #generics (
-                __client: &#cubecl::prelude::Client,
-                __cube_count: #cubecl::prelude::CubeCount,
-                __cube_dim: #cubecl::prelude::CubeDim,
-                #(#params,)*
-            ) #where_clause {
-                super::#inner::launch #turbofish (__client, __cube_count, __cube_dim, #(#call),*)
-            }
-
-            #[doc = #doc_with]
-            #[allow(clippy::too_many_arguments)]
-            pub fn launch_with #generics (
-                __client: &#cubecl::prelude::Client,
-                __cube_count: #cubecl::prelude::CubeCount,
-                __cube_dim: #cubecl::prelude::CubeDim,
-                #(#params,)*
-                #tag_ident: #rt::Target,
-            ) #where_clause {
-                super::#inner::launch #turbofish (__client, __cube_count, __cube_dim, #(#call_with),*)
-            }
-        }
-    });
-    let unchecked = cube.launch_unchecked.then(|| {
-        quote! {
-            #[doc = #doc_auto]
-            ///
-            /// # Safety
-            /// As for CubeCL's `launch_unchecked`: no out-of-bounds access, no endless loop.
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe fn launch_unchecked #generics (
-                __client: &#cubecl::prelude::Client,
-                __cube_count: #cubecl::prelude::CubeCount,
-                __cube_dim: #cubecl::prelude::CubeDim,
-                #(#params,)*
-            ) #where_clause {
-                unsafe { super::#inner::launch_unchecked #turbofish (__client, __cube_count, __cube_dim, #(#call),*) }
-            }
-
-            #[doc = #doc_with]
-            ///
-            /// # Safety
-            /// As for CubeCL's `launch_unchecked`: no out-of-bounds access, no endless loop.
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe fn launch_unchecked_with #generics (
-                __client: &#cubecl::prelude::Client,
-                __cube_count: #cubecl::prelude::CubeCount,
-                __cube_dim: #cubecl::prelude::CubeDim,
-                #(#params,)*
-                #tag_ident: #rt::Target,
-            ) #where_clause {
-                unsafe { super::#inner::launch_unchecked #turbofish (__client, __cube_count, __cube_dim, #(#call_with),*) }
-            }
-        }
-    });
-    let doc = format!("The kernel `{name}` and its launch paths (see `launch` and `launch_with`).");
-    quote! {
-        #[doc = #doc]
-        #[allow(unused_imports)]
-        #vis mod #name {
-            use super::*;
-            pub use super::#inner::*;
-            #checked
-            #unchecked
-        }
-    }
-}
-
-/// `RuntimeArg<T>` for a runtime parameter of type `&T`, `&mut T` or `T`.
-fn runtime_arg(ty: &Type) -> TokenStream {
-    let cubecl = crate::paths::cubecl();
-    let inner = match ty {
-        Type::Reference(r) => &*r.elem,
-        other => other,
-    };
-    quote!(#cubecl::RuntimeArg<#inner>)
 }

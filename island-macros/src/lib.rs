@@ -6,16 +6,23 @@
 //! - `island!` on its own (outside a function marked `#[islands]`) is an error.
 //!
 //! Pipeline: `parse` (tokens → `ast`), `validate` (checks across arms), `expand` (tokens out),
-//! driven per function by `kernel`.
+//! driven per function by `kernel`, which finds the tag (`tag`) and adds launch paths (`launch`).
+//! `#[intrinsic]` likewise: `intrinsic_parse`, `intrinsic_validate`, `intrinsic_expand`, driven
+//! by `intrinsic`.
 
 mod ast;
 mod expand;
 mod intrinsic;
+mod intrinsic_expand;
+mod intrinsic_parse;
+mod intrinsic_validate;
 mod kernel;
+mod launch;
 mod names;
 mod parse;
 mod paths;
 mod scope;
+mod tag;
 mod validate;
 
 use proc_macro::TokenStream;
