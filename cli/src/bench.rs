@@ -5,14 +5,42 @@
 //! sync at the end (see `island_runtime::bench`), in several rounds that alternate the variants;
 //! the median round is reported.
 
+use crate::error::{CliError, Outcome};
+use cubecl::prelude::*;
 use island_examples::testing::{first_difference, floats};
 use island_examples::{gemm_i8, gemm_i8_mma, q8_matvec, rmsnorm};
-use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::Target;
 use island_runtime::bench::side_by_side;
+use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
-use island_runtime::value::Rng;
 use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, default_value = "cuda", value_parser = crate::args::runtime)]
+    runtime: RuntimeName,
+    /// Dispatches per timed round.
+    #[arg(long, default_value_t = 200)]
+    iters: usize,
+    /// Rounds (the median is reported).
+    #[arg(long, default_value_t = 7)]
+    rounds: usize,
+    /// Only one bench: matvec, rmsnorm or gemm.
+    #[arg(long)]
+    only: Option<String>,
+    /// Small shapes (a smoke test for runtimes without a big device).
+    #[arg(long)]
+    small: bool,
+    /// Only this matvec shape, `MxK` (e.g. 4096x14336).
+    #[arg(long, value_parser = crate::args::shape)]
+    shape: Option<(usize, usize)>,
+}
+
+pub fn run(args: Args) -> Result<Outcome, CliError> {
+    let Args { runtime, iters, rounds, only, small, shape } = args;
+    let client = runtime.client()?;
+    Ok(run_on(&client, &Options { iters, rounds, only, small, shape })?.into())
+}
 
 pub struct Options {
     pub iters: usize,
@@ -24,9 +52,9 @@ pub struct Options {
     pub shape: Option<(usize, usize)>,
 }
 
-/// Runs the benches; `Ok(false)` when a result was not byte-equal.
-pub fn run(client: &Client, options: &Options) -> Result<bool, String> {
-    let cpu = RuntimeName::Cpu.client()?;
+/// Runs the benches on `client`; `Ok(false)` when a result was not byte-equal.
+pub fn run_on(client: &Client, options: &Options) -> Result<bool, String> {
+    let cpu = RuntimeName::Cpu.client().map_err(|e| e.to_string())?;
     println!("bench on `{}`: {}", client.name(), Target::for_client(client));
     println!(
         "kernel-only: buffers created once, {} dispatches per round, one sync per round, median of {} rounds",
@@ -191,10 +219,7 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
 }
 
 /// Records what `dispatch` launches as a graph.
-fn record(
-    client: &Client,
-    mut dispatch: impl FnMut(),
-) -> Result<island_runtime::__private::cubecl::client::Graph, String> {
+fn record(client: &Client, mut dispatch: impl FnMut()) -> Result<cubecl::client::Graph, String> {
     client.graph_prepare().map_err(|e| e.to_string())?;
     dispatch();
     client.start_capture().map_err(|e| e.to_string())?;
@@ -202,7 +227,7 @@ fn record(
     client.stop_capture().map_err(|e| e.to_string())
 }
 
-fn replay(graph: &Result<island_runtime::__private::cubecl::client::Graph, String>) {
+fn replay(graph: &Result<cubecl::client::Graph, String>) {
     if let Ok(g) = graph {
         // SAFETY: the graph's buffers live as long as the problem, and only this thread uses
         // them, on the client's one stream.
@@ -271,7 +296,7 @@ fn rms(
         let best = p.rms_norm_eager.min(p.rms_norm_graph);
         println!("    island speed / torch rms_norm (faster of eager, graph): {:.3}", best / us(times[0]));
     }
-    let y = f32::from_bytes(&island_runtime::readback::read(client, yh.clone())?).to_vec();
+    let y = f32::from_bytes(&island_runtime::readback::read(client, yh.clone()).map_err(|e| e.to_string())?).to_vec();
     let reference = rmsnorm::reference(rows, cols, &x, &w, eps);
     let cpu_rows = 4;
     let cx = cpu.create_from_slice(f32::as_bytes(&x[..cpu_rows * cols]));
@@ -280,7 +305,7 @@ fn rms(
     // SAFETY: as above, for the first rows.
     unsafe { rmsnorm::launch(cpu, &cx, &cw, &cy, (cpu_rows, cols), eps, Target::for_client(cpu)) }
         .map_err(|e| e.to_string())?;
-    let y_cpu = f32::from_bytes(&island_runtime::readback::read(cpu, cy)?).to_vec();
+    let y_cpu = f32::from_bytes(&island_runtime::readback::read(cpu, cy).map_err(|e| e.to_string())?).to_vec();
     let mut ok = check("island vs CPU runtime `default` (first rows)", &bits(&y[..cpu_rows * cols]), &bits(&y_cpu));
     ok &= check("island vs plain-Rust mirror of `default` (all rows)", &bits(&y), &bits(&reference));
     Ok(ok)
@@ -349,11 +374,11 @@ fn gemm(
     let fresh = client.create_from_slice(i32::as_bytes(&c0));
     // SAFETY: as above.
     unsafe { gemm_i8::launch(client, (&ah, &bh, &fresh), (m, k, n), native) };
-    let got_cmma = i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
+    let got_cmma = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
     let fresh = client.create_from_slice(i32::as_bytes(&c0));
     // SAFETY: as above.
     unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &fresh), (m, k, n), native) };
-    let got = i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
+    let got = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
     let mut ok = check("cmma island vs plain-Rust reference (whole output)", &as_u32(&got_cmma), &as_u32(&want));
     ok &= check("mma.sync island vs plain-Rust reference (whole output)", &as_u32(&got), &as_u32(&want));
     let block = gemm_i8_mma::CONFIG.block_m() as usize;
@@ -362,7 +387,7 @@ fn gemm(
     let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; block * block]));
     // SAFETY: the first block of rows of `a` and of `bᵀ`, a block×block output.
     unsafe { gemm_i8_mma::launch(cpu, (&ca, &cb, &cc), (block, k, block), Target::for_client(cpu)) };
-    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
+    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc).map_err(|e| e.to_string())?).to_vec();
     ok &= check(
         "mma.sync island vs CPU runtime `default` (top-left block)",
         &as_u32(&gemm_i8_mma::top_left(&got, n)),

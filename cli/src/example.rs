@@ -5,17 +5,70 @@
 //! rows. All rows are also compared with the plain-Rust reference, which mirrors `default`
 //! operation for operation and is itself checked against the CPU runtime by the test suite.
 
+use crate::error::{CliError, Outcome};
+use cubecl::prelude::*;
 use island_examples::testing::floats;
 use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, q8_matvec, rmsnorm};
-use island_runtime::__private::cubecl::prelude::*;
 use island_runtime::Target;
+use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
-use island_runtime::value::Rng;
+use std::fmt;
 use std::time::Instant;
 
-/// Runs example `name`; `Ok(false)` when some comparison failed.
-pub fn run(name: &str, client: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
-    let cpu = RuntimeName::Cpu.client()?;
+/// An example kernel `islands example` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Example {
+    #[value(name = "q8-matvec")]
+    Q8Matvec,
+    #[value(name = "rmsnorm")]
+    Rmsnorm,
+    #[value(name = "gemm-i8")]
+    GemmI8,
+    #[value(name = "gemm-i8-mma")]
+    GemmI8Mma,
+    #[value(name = "gemm-f16")]
+    GemmF16,
+}
+
+impl fmt::Display for Example {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Example::Q8Matvec => "q8-matvec",
+            Example::Rmsnorm => "rmsnorm",
+            Example::GemmI8 => "gemm-i8",
+            Example::GemmI8Mma => "gemm-i8-mma",
+            Example::GemmF16 => "gemm-f16",
+        })
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma or gemm-f16.
+    #[arg(value_enum, hide_possible_values = true)]
+    name: Example,
+    #[arg(long, default_value = "cpu", value_parser = crate::args::runtime)]
+    runtime: RuntimeName,
+    /// Problem size: rows (m).
+    #[arg(long, default_value_t = 256)]
+    rows: usize,
+    /// Problem size: columns (k), or k×n for the GEMM.
+    #[arg(long, default_value_t = 4096)]
+    cols: usize,
+    /// Rows also run on the CPU runtime's `default` arm (the rest against the plain-Rust
+    /// reference, which mirrors it and is itself checked against it).
+    #[arg(long, default_value_t = 16)]
+    cpu_rows: usize,
+}
+
+pub fn run(args: Args) -> Result<Outcome, CliError> {
+    let client = args.runtime.client()?;
+    Ok(run_on(args.name, &client, args.rows, args.cols, args.cpu_rows)?.into())
+}
+
+/// Runs example `name` on `client`; `Ok(false)` when some comparison failed.
+pub fn run_on(name: Example, client: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
+    let cpu = RuntimeName::Cpu.client().map_err(|e| e.to_string())?;
     println!("example {name} on `{}` ({}), {rows}×{cols}", client.name(), Target::for_client(client));
     if Target::for_client(client).arms().is_none() {
         println!(
@@ -25,14 +78,11 @@ pub fn run(name: &str, client: &Client, rows: usize, cols: usize, cpu_rows: usiz
         );
     }
     match name {
-        "q8-matvec" => q8(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        "rmsnorm" => rms(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        "gemm-i8" => gemm(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        "gemm-i8-mma" => gemm_mma(client, &cpu, rows, cols),
-        "gemm-f16" => gemm_half(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        other => {
-            Err(format!("unknown example `{other}`; expected q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma or gemm-f16"))
-        }
+        Example::Q8Matvec => q8(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        Example::Rmsnorm => rms(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        Example::GemmI8 => gemm(client, &cpu, rows, cols, cpu_rows.min(rows)),
+        Example::GemmI8Mma => gemm_mma(client, &cpu, rows, cols),
+        Example::GemmF16 => gemm_half(client, &cpu, rows, cols, cpu_rows.min(rows)),
     }
 }
 
@@ -113,7 +163,7 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize)
         let yh = c.empty(rows * cols * 4);
         // SAFETY: the handles hold rows × cols and cols values.
         unsafe { rmsnorm::launch(c, &xh, &wh, &yh, (rows, cols), eps, target) }.map_err(|e| e.to_string())?;
-        Ok(f32::from_bytes(&island_runtime::readback::read(c, yh)?).to_vec())
+        Ok(f32::from_bytes(&island_runtime::readback::read(c, yh).map_err(|e| e.to_string())?).to_vec())
     };
     let native = run(client, rows, Target::for_client(client))?;
     let device_default = run(client, rows, Target::default_arms(client));
@@ -149,7 +199,7 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
         let ch = c.create_from_slice(i32::as_bytes(&c0[..m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_i8::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
+        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch).map_err(|e| e.to_string())?).to_vec())
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;
@@ -177,7 +227,7 @@ fn gemm_mma(client: &Client, cpu: &Client, m: usize, k: usize) -> Result<bool, S
         let ch = c.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
         unsafe { gemm_i8_mma::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
+        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch).map_err(|e| e.to_string())?).to_vec())
     };
     let block = gemm_i8_mma::CONFIG.block_m() as usize;
     let native = run(client, m, n, Target::for_client(client))?;
@@ -211,7 +261,7 @@ fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize)
         let ch = c.create_from_slice(f32::as_bytes(&c0[..m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_f16::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(f32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
+        Ok(f32::from_bytes(&island_runtime::readback::read(c, ch).map_err(|e| e.to_string())?).to_vec())
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;

@@ -1,19 +1,62 @@
 //! `islands gate`: both halves of the gate for every arm the present device selects, written to
 //! the ledger of the crate that owns each island.
 
+use crate::error::{CliError, Outcome};
 use crate::table::print_table;
+use cubecl::prelude::Client;
+use island_runtime::embedded;
 use island_runtime::gate::{self, GateOptions};
-use island_runtime::ledger::{self, Decision, Ledger, Record};
+use island_runtime::ledger::Ledger;
+use island_runtime::proof_run::ProofOptions;
+use island_runtime::record;
+use island_runtime::record::{Decision, Record};
 use island_runtime::registry;
+use island_runtime::runtimes::RuntimeName;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The device runtime (vulkan, cuda).
+    #[arg(long, value_parser = crate::args::runtime)]
+    runtime: RuntimeName,
+    /// Write `DIR/<crate>.json` instead of each crate's `ledger.json`.
+    #[arg(long)]
+    write: Option<PathBuf>,
+    /// The speed half's pass mark: `default`'s time / the arm's.
+    #[arg(long, default_value_t = record::DEFAULT_THRESHOLD)]
+    threshold: f64,
+    /// Lanes per dispatch of the speed half.
+    #[arg(long, default_value_t = 1 << 20)]
+    lanes: u32,
+    /// Dispatches per timed sample.
+    #[arg(long, default_value_t = 50)]
+    dispatches: usize,
+    /// Timed samples per variant (the median is compared).
+    #[arg(long, default_value_t = 7)]
+    rounds: usize,
+    /// Only the bit-exact half (timings on a shared or tiny machine mean nothing).
+    #[arg(long)]
+    bit_exact_only: bool,
+    /// Only arms whose name contains this.
+    filter: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<Outcome, CliError> {
+    let Args { runtime, write, threshold, lanes, dispatches, rounds, bit_exact_only, filter } = args;
+    let proof = ProofOptions::from_env()?;
+    let gate = GateOptions { proof, threshold, lanes, dispatches, rounds, speed: !bit_exact_only };
+    let options = Options { gate, write_dir: write, filter };
+    let device = runtime.client()?;
+    let cpu = RuntimeName::Cpu.client()?;
+    Ok(run_on(&device, &cpu, &options)?.into())
+}
 
 /// The ledgers of this build, by crate: the file where the crate was built when it is readable
 /// (so successive gate runs accumulate), the embedded copy otherwise.
 pub fn ledgers() -> Result<BTreeMap<&'static str, (PathBuf, Ledger)>, String> {
     let mut all = BTreeMap::new();
-    for e in ledger::embedded() {
+    for e in embedded::embedded() {
         let text = std::fs::read_to_string(e.path).unwrap_or_else(|_| e.text.to_string());
         let parsed = Ledger::parse(&text).map_err(|err| format!("{}: {err}", e.path))?;
         all.insert(e.krate, (PathBuf::from(e.path), parsed));
@@ -28,12 +71,12 @@ pub struct Options {
     pub filter: Option<String>,
 }
 
-pub fn run(
-    device: &island_runtime::__private::cubecl::prelude::Client,
-    cpu: &island_runtime::__private::cubecl::prelude::Client,
-    options: &Options,
-) -> Result<ExitCode, String> {
-    let fingerprint = island_runtime::Fingerprint::of_client(device)
+/// Gates every arm `device` selects and writes the ledgers; `Ok(false)` when one is not
+/// bit-exact.
+pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, String> {
+    let fingerprint = island_runtime::Device::of(device)
+        .fingerprint
+        .clone()
         .ok_or_else(|| format!("`{}` is not a device islands has arms for", device.name()))?;
     eprintln!("device: {fingerprint}");
     let mut ledgers = ledgers()?;
@@ -73,7 +116,7 @@ pub fn run(
         eprintln!("ledger of {krate}: {} records → {}", ledger.records.len(), path.display());
     }
     println!("\n{} arms gated on {fingerprint}: {failed} not bit-exact", rows.len());
-    Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(failed == 0)
 }
 
 fn row(r: &Record) -> Vec<String> {

@@ -13,8 +13,27 @@
 //! A divergence between a device and the CPU shows up here reduced to one operation, with an
 //! example, rather than as a few differing bits at the end of a kernel.
 
+use crate::error::{CliError, Outcome};
 use cubecl::prelude::*;
-use island_runtime::value::Rng;
+use island_runtime::inputs::Rng;
+use island_runtime::runtimes::RuntimeName;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, value_parser = crate::args::runtime)]
+    runtime: RuntimeName,
+    /// Values per probe.
+    #[arg(long, default_value_t = 1 << 20)]
+    samples: usize,
+    /// Seed of the inputs (decimal or 0x-hex).
+    #[arg(long, default_value = "0x9e0be", value_parser = crate::args::seed)]
+    seed: u64,
+}
+
+pub fn run(args: Args) -> Result<Outcome, CliError> {
+    let device = args.runtime.client()?;
+    Ok(run_on(&device, args.samples, args.seed)?.into())
+}
 
 /// A scalar operation under probe.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -101,7 +120,7 @@ fn run_op(client: &Client, op: Op, a: &[f32], b: &[f32], c: &[f32]) -> Result<Ve
             op,
         )
     };
-    Ok(f32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
+    Ok(f32::from_bytes(&island_runtime::readback::read(client, out).map_err(|e| e.to_string())?).to_vec())
 }
 
 /// The sum of a plane's values in the xor-butterfly order (offsets 1, 2, 4, …: neighbours first).
@@ -134,8 +153,8 @@ fn reverse_butterfly(v: &[f32]) -> f32 {
 
 /// Runs every probe on `device`; prints one line per probe; `Ok(true)` when the device computed
 /// every value with the CPU's bits.
-pub fn run(device: &Client, samples: usize, seed: u64) -> Result<bool, String> {
-    let cpu = island_runtime::runtimes::RuntimeName::Cpu.client()?;
+pub fn run_on(device: &Client, samples: usize, seed: u64) -> Result<bool, String> {
+    let cpu = RuntimeName::Cpu.client().map_err(|e| e.to_string())?;
     let props = device.properties();
     println!(
         "probe on `{}`: {} ({}), plane {}..{}, {samples} samples per probe, seed {seed:#x}",
@@ -210,7 +229,7 @@ pub fn run(device: &Client, samples: usize, seed: u64) -> Result<bool, String> {
                 BufferArg::from_raw_parts(out.clone(), n),
             )
         };
-        let got = f32::from_bytes(&island_runtime::readback::read(device, out)?).to_vec();
+        let got = f32::from_bytes(&island_runtime::readback::read(device, out).map_err(|e| e.to_string())?).to_vec();
         let planes = n / width;
         let (mut uniform, mut fly, mut rev, mut fold) = (0, 0, 0, 0);
         for p in 0..planes {

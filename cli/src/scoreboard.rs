@@ -6,14 +6,16 @@
 //! `default`'s generated code changed since the record, or a newer driver of the same device
 //! has a record).
 
+use crate::error::{CliError, Outcome};
 use crate::gate::ledgers;
+use cubecl::prelude::Client;
 use island_runtime::gate::code_hashes;
-use island_runtime::ledger::{Decision, Record};
 use island_runtime::lowering::Codegen;
+use island_runtime::record::{Decision, Record};
+use island_runtime::runtimes::RuntimeName;
 use island_runtime::{Expect, Fingerprint, registry};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 /// One cell of the matrix.
 #[derive(Clone, Debug, Serialize)]
@@ -29,6 +31,30 @@ pub struct Cell {
     pub record: Option<Record>,
 }
 
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    json: bool,
+    #[arg(long)]
+    markdown: bool,
+    /// One self-contained HTML page, on stdout.
+    #[arg(long)]
+    html: bool,
+}
+
+pub fn run(args: Args) -> Result<Outcome, CliError> {
+    // The first flag given wins, in this order.
+    let format = match (args.json, args.markdown, args.html) {
+        (true, _, _) => Format::Json,
+        (_, true, _) => Format::Markdown,
+        (_, _, true) => Format::Html,
+        _ => Format::Text,
+    };
+    let host = RuntimeName::Cpu.client()?;
+    print(&host, format)?;
+    Ok(Outcome::Pass)
+}
+
 pub enum Format {
     Text,
     Json,
@@ -37,9 +63,7 @@ pub enum Format {
 }
 
 /// Every cell: one per (registered arm, device with at least one record).
-pub fn cells(
-    host: &island_runtime::__private::cubecl::prelude::Client,
-) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
+pub fn cells(host: &Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
     let records: Vec<Record> = ledgers()?.into_values().flat_map(|(_, l)| l.records).collect();
     // A record is current only if its code hashes again to what it recorded: a build without
     // the record's code generator cannot tell, and must not guess.
@@ -86,7 +110,7 @@ fn status_of(
     entry: &'static island_runtime::ArmEntry,
     r: &Record,
     all: &[Record],
-    host: &island_runtime::__private::cubecl::prelude::Client,
+    host: &Client,
 ) -> (&'static str, String) {
     match code_hashes(entry, &r.device, host) {
         Ok(now) => {
@@ -138,7 +162,7 @@ fn status_of(
     }
 }
 
-pub fn run(host: &island_runtime::__private::cubecl::prelude::Client, format: Format) -> Result<ExitCode, String> {
+pub fn print(host: &Client, format: Format) -> Result<(), String> {
     let (devices, cells) = cells(host)?;
     let text = match format {
         Format::Json => serde_json::to_string_pretty(&cells).expect("plain data serialises"),
@@ -159,11 +183,11 @@ pub fn run(host: &island_runtime::__private::cubecl::prelude::Client, format: Fo
             for (i, d) in devices.iter().enumerate() {
                 println!("[{}] {d}", i + 1);
             }
-            return Ok(ExitCode::SUCCESS);
+            return Ok(());
         }
     };
     println!("{text}");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn short(d: &Fingerprint) -> String {

@@ -8,11 +8,41 @@
 //! fixture's emulation against the device. `--sample DIR` writes the device's outputs of the
 //! first tiles, which the test suite keeps to check the model without a device.
 
+use crate::error::{CliError, Outcome};
+use cubecl::prelude::*;
 use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
-use island_runtime::__private::cubecl::prelude::*;
+use island_runtime::runtimes::RuntimeName;
 use island_runtime::{Profile, Target};
 use std::path::PathBuf;
 use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, default_value = "cuda", value_parser = crate::args::runtime)]
+    runtime: RuntimeName,
+    /// Tiles per format (rounded up to a multiple of 256).
+    #[arg(long, default_value_t = 1 << 20)]
+    tiles: usize,
+    /// Index of the first tile: another start draws tiles no earlier run saw (the sample
+    /// and the CPU emulation's comparison are of the tiles from 0, and skipped otherwise).
+    #[arg(long, default_value_t = 0)]
+    first: usize,
+    /// Of those, tiles the CubeCL emulation also runs on the CPU runtime.
+    #[arg(long, default_value_t = 2048)]
+    emulated: usize,
+    /// Write the device's outputs of the first `--sample-tiles` tiles to this folder.
+    #[arg(long)]
+    sample: Option<PathBuf>,
+    #[arg(long, default_value_t = 320)]
+    sample_tiles: usize,
+}
+
+pub fn run(args: Args) -> Result<Outcome, CliError> {
+    let Args { runtime, tiles, first, emulated, sample, sample_tiles } = args;
+    let device = runtime.client()?;
+    let cpu = RuntimeName::Cpu.client()?;
+    Ok(run_on(&device, &cpu, &Options { tiles, first, emulated, sample, sample_tiles })?.into())
+}
 
 /// Settings of a run.
 pub struct Options {
@@ -103,7 +133,7 @@ fn run_tiles(
         Format::F16 => tiles::tiles_f16::launch(client, count, dim, aa, ba, ca, model, target),
         Format::BF16 => tiles::tiles_bf16::launch(client, count, dim, aa, ba, ca, target),
     }
-    Ok(words(&island_runtime::readback::read(client, ch)?))
+    Ok(words(&island_runtime::readback::read(client, ch).map_err(|e| e.to_string())?))
 }
 
 /// Per class: outputs compared, and mismatches against each model.
@@ -187,7 +217,7 @@ fn tally(
 }
 
 /// Runs the experiment; `Ok(false)` when the model missed an output or the fixture was not caught.
-pub fn run(device: &Client, cpu: &Client, options: &Options) -> Result<bool, String> {
+pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, String> {
     let Some(profile) = island_runtime::device::profile(device) else {
         return Err(format!("`{}` is not a device islands has arms for", device.name()));
     };

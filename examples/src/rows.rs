@@ -3,7 +3,9 @@
 
 use cubecl::prelude::*;
 use island_intrinsics::{plane, portable};
+use island_runtime::divergence::{Divergence, Of};
 use island_runtime::prelude::*;
+use island_runtime::quirks;
 
 /// Lanes per row: one 32-lane plane computes one output.
 pub const LANES: u32 = 32;
@@ -30,7 +32,7 @@ pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
 pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::error::ShapeError> {
     // The runtime's name first: this runs before every launch, and most runtimes stop here.
     if client.name() == "wgpu<spirv>"
-        && island_runtime::lowering::crashes_on_shared_memory(&client.properties().identity.name)
+        && island_runtime::quirks::crashes_on_shared_memory(&client.properties().identity.name)
         && !matches!(target.explain(island_runtime::sites_of!(row_sum)[0]), island_runtime::Selection::Arm(_))
     {
         return Err(crate::error::ShapeError(format!(
@@ -49,3 +51,18 @@ pub fn pairwise_sum(values: &[f32]) -> f32 {
     let (lo, hi) = values.split_at(values.len() / 2);
     pairwise_sum(lo) + pairwise_sum(hi)
 }
+
+// Measured divergences of these islands on devices (`island_runtime::quirks`): conformance
+// declines the arm there, within the value groups measured, and launches take `default`.
+
+island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::NVIDIA_VULKAN_FLUSHES_SUBGROUP_SUBNORMALS,
+    islands: &[concat!(module_path!(), "::row_sum#0"),],
+});
+
+island_runtime::divergence!(Divergence {
+    of: Of::Default,
+    quirk: &quirks::NVIDIA_VULKAN_FLUSHES_ARITHMETIC,
+    islands: &[concat!(module_path!(), "::row_sum#0"),],
+});

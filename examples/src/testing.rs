@@ -1,7 +1,7 @@
 //! What the examples' checks share (the proofs' example tests, the CLI's `example` and `bench`
 //! commands): seeded activations, and the first index where two outputs differ.
 
-use island_runtime::value::Rng;
+use island_runtime::inputs::Rng;
 
 /// `n` activations spread uniformly over [−2, 2), drawn from `rng`.
 pub fn floats(n: usize, rng: &mut Rng) -> Vec<f32> {

@@ -9,7 +9,9 @@
 //! stage before waiting for it may still pass on the CPU: the on-device checks (native against
 //! emulation, the GEMM against its plain-Rust reference) are what catch a missing wait.
 
+use cubecl::prelude::*;
 use island_runtime::intrinsic;
+use island_runtime::prelude::*;
 
 /// `dst[dst_index] = src[src_index]`, 16 bytes, completing asynchronously. `dst` must be shared
 /// memory, `src` global.
@@ -17,7 +19,7 @@ use island_runtime::intrinsic;
     name = "cp_async::copy16",
     semantics = defined,
     summary = "16 bytes from global to shared memory, completing asynchronously (sm_80+), visible after `wait` and a barrier",
-    check = crate::checks::cp_async_copy,
+    check = crate::cp_async::cp_async_copy,
     lowerings(cuda => "cp.async.cg.shared.global" sass "LDGSTS"),
 )]
 pub mod copy16 {
@@ -49,7 +51,7 @@ pub mod copy16 {
     name = "cp_async::commit",
     semantics = defined,
     summary = "closes this unit's outstanding asynchronous copies into a group (sm_80+)",
-    check = crate::checks::cp_async_copy,
+    check = crate::cp_async::cp_async_copy,
     lowerings(cuda => "cp.async.commit_group" sass "LDGDEPBAR"),
 )]
 pub mod commit {
@@ -70,7 +72,7 @@ pub mod commit {
     name = "cp_async::wait",
     semantics = defined,
     summary = "waits until at most `pending` of this unit's copy groups are in flight (sm_80+)",
-    check = crate::checks::cp_async_copy,
+    check = crate::cp_async::cp_async_copy,
     lowerings(cuda => "cp.async.wait_group" sass "DEPBAR"),
 )]
 pub mod wait {
@@ -85,5 +87,29 @@ pub mod wait {
     #[cube]
     pub fn emulate(#[comptime] pending: u32) {
         let _ = pending;
+    }
+}
+
+// The checks: islands whose accelerated arm calls this file's intrinsics and whose `default`
+// computes the same function another way (proven on the CPU, compared natively on devices).
+
+/// Two groups of `cp.async` copies into a shared tile, waited for, then each unit reads a
+/// chunk another unit copied.
+#[islands]
+#[cube]
+pub fn cp_async_copy(src: &[Vector<i32, Const<4>>], #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 128]) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda if sm >= 80 => {
+            let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(128usize);
+            copy16::call(&mut tile, UNIT_POS, src, (UNIT_POS * 37 + 5) % 128, target);
+            commit::call(target);
+            copy16::call(&mut tile, UNIT_POS + 64, src, ((UNIT_POS + 64) * 37 + 5) % 128, target);
+            commit::call(target);
+            wait::call(0u32, target);
+            sync_cube();
+            tile[((UNIT_POS + 17) % 128) as usize]
+        },
+        default => src[(((UNIT_POS + 17) % 128) * 37 + 5) as usize % 128],
     }
 }

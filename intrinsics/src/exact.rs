@@ -15,8 +15,10 @@
 
 use crate::portable;
 use cubecl::prelude::*;
+use island_runtime::divergence::{Divergence, Of};
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
+use island_runtime::quirks;
 
 /// `a / b` in binary32, rounded to nearest even, on every backend.
 #[islands]
@@ -221,3 +223,24 @@ pub mod ieee_sqrt {
         x.sqrt()
     }
 }
+
+// Measured divergences of these islands on devices (`island_runtime::quirks`): conformance
+// declines the arm there, within the value groups measured, and launches take `default`.
+
+island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::NVIDIA_VULKAN_FMA_FLUSHES,
+    islands: &[concat!(module_path!(), "::fma#0"),],
+});
+
+island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::LAVAPIPE_FMA_ROUNDS_TWICE,
+    islands: &[concat!(module_path!(), "::fma#0"),],
+});
+
+island_runtime::divergence!(Divergence {
+    of: Of::Default,
+    quirk: &quirks::NVIDIA_VULKAN_FLUSHES_ARITHMETIC,
+    islands: &[concat!(module_path!(), "::fma#0"), concat!(module_path!(), "::mul_add#0"),],
+});

@@ -11,7 +11,9 @@
 //! memory, and each lane reads its four words. The addresses are arbitrary 16-byte rows, as
 //! natively; the conformance check runs a permutation of rows and the native instruction.
 
+use cubecl::prelude::*;
 use island_runtime::intrinsic;
+use island_runtime::prelude::*;
 
 /// Four 8×8 b16 matrices (each lane naming one 16-byte row of `tile` by its index) into this
 /// lane's four fragment registers.
@@ -19,7 +21,7 @@ use island_runtime::intrinsic;
     name = "ldmatrix::x4",
     semantics = defined,
     summary = "four 8×8 b16 matrices from shared memory into per-lane fragments, one warp, each lane naming one 16-byte row (sm_75+)",
-    check = crate::checks::ldmatrix_x4,
+    check = crate::ldmatrix::ldmatrix_x4,
     lowerings(cuda => "ldmatrix.sync.aligned.m8n8.x4.shared.b16" sass "LDSM.16.M88.4"),
 )]
 pub mod x4 {
@@ -57,5 +59,39 @@ pub mod x4 {
             v.insert(j, tile[named as usize].extract_dynamic((lane % 4) as usize));
         }
         v
+    }
+}
+
+// The checks: islands whose accelerated arm calls this file's intrinsics and whose `default`
+// computes the same function another way (proven on the CPU, compared natively on devices).
+
+/// The row of the check's tile that unit `u` names: a permutation of the 64 rows, different
+/// for each warp.
+#[cube]
+fn named_row(u: u32) -> u32 {
+    (u * 13 + 7) % 64
+}
+
+/// `ldmatrix.x4` on a shared tile of 64 rows of 16 bytes, each lane naming a permuted row.
+#[islands]
+#[cube]
+pub fn ldmatrix_x4(src: &[Vector<i32, Const<4>>], #[comptime] target: Target) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 64]) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda if sm >= 80 => {
+            let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(64usize);
+            tile[UNIT_POS as usize] = src[UNIT_POS as usize];
+            sync_cube();
+            x4::call(&tile, named_row(UNIT_POS), target)
+        },
+        default => {
+            let (w, lane) = (UNIT_POS / 32, UNIT_POS % 32);
+            let mut v = Vector::<i32, Const<4>>::empty();
+            #[unroll]
+            for j in 0..4u32 {
+                v.insert(j as usize, src[named_row(w * 32 + 8 * j + lane / 4) as usize].extract_dynamic((lane % 4) as usize));
+            }
+            v
+        },
     }
 }

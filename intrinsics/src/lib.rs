@@ -6,15 +6,15 @@
 //! emulation, the native lowerings and their rows of the table (backend ↔ capability ↔
 //! instruction, listed by `islands intrinsics`). Its `call(…, target)` lowers natively when the
 //! tag's executor is the device the arm was selected for, and to the emulation otherwise.
-//! [`checks`] holds the islands that exercise each one.
+//! Beside each intrinsic, in its file, are its checks: islands whose accelerated arm calls it and
+//! whose `default` computes the same function another way.
 
 // This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
 // what launches of its islands consult.
 island_runtime::ledger!();
 
-pub mod checks;
 pub mod cp_async;
-mod dot;
+pub mod dp4a;
 pub mod exact;
 pub mod ldmatrix;
 pub mod mma;
@@ -23,7 +23,6 @@ pub mod plane;
 pub mod stream;
 pub mod tensor_core;
 
-pub use dot::dp4a;
 /// The portable formulations `default` arms use, in a crate of their own that cannot reach an
 /// emulation.
 pub use island_portable as portable;

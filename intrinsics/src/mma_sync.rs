@@ -20,7 +20,10 @@
 //! tensor cores add in; the conformance check shows the native instruction agrees, fragment
 //! layout included.
 
+use cubecl::prelude::*;
+use island_portable as portable;
 use island_runtime::intrinsic;
+use island_runtime::prelude::*;
 
 /// The lanes of the warp `mma.sync` runs on.
 pub const WARP: u32 = 32;
@@ -30,7 +33,7 @@ pub const WARP: u32 = 32;
     name = "mma_sync::m16n8k32<s8>",
     semantics = defined,
     summary = "16×8 s32 tile = 16×32 s8 · 32×8 s8 + c, on per-lane register fragments, one warp (sm_80+)",
-    check = crate::checks::mma_sync_m16n8k32,
+    check = crate::mma_sync::mma_sync_m16n8k32,
     lowerings(cuda => "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" sass "IMMA.16832.S8.S8"),
 )]
 pub mod m16n8k32_s8 {
@@ -86,5 +89,58 @@ pub mod m16n8k32_s8 {
             d.insert(r, sum);
         }
         d
+    }
+}
+
+// The checks: islands whose accelerated arm calls this file's intrinsics and whose `default`
+// computes the same function another way (proven on the CPU, compared natively on devices).
+
+/// The `default` of the `mma.sync` check: warp `w`'s 16×8 tile, each lane its 4 consecutive
+/// outputs, `c + Σ a·b` over packed words with [`portable::dot4_i8`].
+#[cube]
+fn m16n8k32_scalar(a: &[i32], b: &[i32], c: &mut [i32]) {
+    let (w, lane) = (UNIT_POS / 32, UNIT_POS % 32);
+    #[unroll]
+    for j in 0..4u32 {
+        let e = lane * 4 + j;
+        let (row, col) = (e / 8, e % 8);
+        let mut sum = c[(w * 128 + e) as usize];
+        for kw in 0..8u32 {
+            sum = portable::dot4_i8(a[(w * 128 + row * 8 + kw) as usize], b[(w * 64 + col * 8 + kw) as usize], sum);
+        }
+        c[(w * 128 + e) as usize] = sum;
+    }
+}
+
+/// `mma.sync` m16n8k32 on each warp's own tile: `a` 16×32 row-major, `b` 32×8 column-major
+/// (each column's 32 bytes contiguous) and `c` 16×8 row-major, bytes packed in words. The arm
+/// builds the fragments with the PTX layout ([`m16n8k32_s8`]) from plain loads.
+#[islands]
+#[cube]
+pub fn mma_sync_m16n8k32(a: &[i32], b: &[i32], c: &mut [i32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[i32; 256], b: &[i32; 128], c: &mut [i32; 256]), cube_dim = 64;
+        cuda if sm >= 80 => {
+            let (w, lane) = (UNIT_POS / 32, UNIT_POS % 32);
+            let (g, t) = (lane / 4, lane % 4);
+            let mut fa = Vector::<i32, Const<4>>::empty();
+            let mut fc = Vector::<i32, Const<4>>::empty();
+            #[unroll]
+            for r in 0..4u32 {
+                fa.insert(r as usize, a[(w * 128 + (g + 8 * (r % 2)) * 8 + 4 * (r / 2) + t) as usize]);
+                fc.insert(r as usize, c[(w * 128 + (g + 8 * (r / 2)) * 8 + 2 * t + r % 2) as usize]);
+            }
+            let mut fb = Vector::<i32, Const<2>>::empty();
+            #[unroll]
+            for r in 0..2u32 {
+                fb.insert(r as usize, b[(w * 64 + g * 8 + 4 * r + t) as usize]);
+            }
+            let d = m16n8k32_s8::call(fa, fb, fc, target);
+            #[unroll]
+            for r in 0..4u32 {
+                c[(w * 128 + (g + 8 * (r / 2)) * 8 + 2 * t + r % 2) as usize] = d.extract(r as usize);
+            }
+        },
+        default => m16n8k32_scalar(a, b, c),
     }
 }

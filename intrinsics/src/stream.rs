@@ -9,14 +9,16 @@
 //! around it. The conformance run checks on the device that the native load returns exactly
 //! what the plain load does (width, lane order, addressing).
 
+use cubecl::prelude::*;
 use island_runtime::intrinsic;
+use island_runtime::prelude::*;
 
 /// `src[index]`, loaded without allocating in L1 where the target is a CUDA device.
 #[intrinsic(
     name = "stream::load<i32>",
     semantics = defined,
     summary = "a read-only load that does not allocate in L1 (data read once)",
-    check = crate::checks::stream_load,
+    check = crate::stream::stream_load,
     lowerings(cuda => "ld.global.nc.L1::no_allocate.b32"),
 )]
 pub mod load {
@@ -44,7 +46,7 @@ pub mod load {
     name = "stream::load<i32x4>",
     semantics = defined,
     summary = "a read-only 16-byte load that does not allocate in L1 (data read once)",
-    check = crate::checks::stream_load_x4,
+    check = crate::stream::stream_load_x4,
     lowerings(cuda => "ld.global.nc.L1::no_allocate.v4.b32"),
 )]
 pub mod load_x4 {
@@ -63,5 +65,32 @@ pub mod load_x4 {
     #[cube]
     pub fn emulate(src: &[Vector<i32, Const<4>>], index: usize) -> Vector<i32, Const<4>> {
         src[index]
+    }
+}
+
+// The checks: islands whose accelerated arm calls this file's intrinsics and whose `default`
+// computes the same function another way (proven on the CPU, compared natively on devices).
+
+#[islands]
+#[cube]
+pub fn stream_load(src: &[i32], index: usize, #[comptime] target: Target) -> i32 {
+    island! {
+        proof(src: &[i32; 64], index: usize = UNIT_POS as usize) -> i32, cube_dim = 64;
+        cuda => load::call(src, index, target),
+        default => src[index],
+    }
+}
+
+#[islands]
+#[cube]
+pub fn stream_load_x4(
+    src: &[Vector<i32, Const<4>>],
+    index: usize,
+    #[comptime] target: Target,
+) -> Vector<i32, Const<4>> {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 64], index: usize = UNIT_POS as usize) -> Vector<i32, Const<4>>, cube_dim = 64;
+        cuda => load_x4::call(src, index, target),
+        default => src[index],
     }
 }

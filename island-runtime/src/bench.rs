@@ -5,9 +5,14 @@ use cubecl::prelude::Client;
 use std::time::{Duration, Instant};
 
 /// Waits until every dispatched kernel of `client` has finished.
-pub fn sync(client: &Client) -> Result<(), String> {
-    cubecl_environment::future::block_on(client.sync()).map_err(|e| e.to_string())
+pub fn sync(client: &Client) -> Result<(), SyncError> {
+    cubecl_environment::future::block_on(client.sync()).map_err(|e| SyncError(e.to_string()))
 }
+
+/// The runtime's error while waiting for dispatched kernels.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SyncError(pub String);
 
 /// Time per call of `dispatch`: `warmup` calls and a sync (compilation, caches), then `iters`
 /// calls back to back and one sync.
@@ -16,7 +21,7 @@ pub fn time_per_call(
     warmup: usize,
     iters: usize,
     mut dispatch: impl FnMut(),
-) -> Result<Duration, String> {
+) -> Result<Duration, SyncError> {
     for _ in 0..warmup {
         dispatch();
     }
@@ -62,7 +67,7 @@ pub fn side_by_side_samples(
         let order: Vec<usize> =
             if round % 2 == 0 { (0..variants.len()).collect() } else { (0..variants.len()).rev().collect() };
         for i in order {
-            samples[i].push(time_per_call(client, 3, iters, &mut *variants[i].1)?);
+            samples[i].push(time_per_call(client, 3, iters, &mut *variants[i].1).map_err(|e| e.to_string())?);
         }
     }
     Ok(samples)

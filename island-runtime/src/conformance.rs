@@ -2,9 +2,10 @@
 //! runtime, both with the device's own profile; and an island's `default` on the device against
 //! the same `default` on the CPU, byte for byte (what a CPU proof assumes of every device).
 
+use crate::compare::{Side, compare_sides, compare_sides_header};
 use crate::divergence::Scope;
 use crate::lifted::ProofSpec;
-use crate::proof::{ProofOptions, ProofRun, Side, Verdict, compare_sides, compare_sides_header};
+use crate::proof_run::{ProofOptions, ProofRun, Verdict};
 use crate::registry::ArmEntry;
 use crate::target::Target;
 use cubecl::prelude::*;
@@ -16,17 +17,6 @@ use island_vocab::{Executor, Expect};
 /// the emulation side on the CPU runtime. A fixture of a wrong native lowering
 /// ([`Expect::NativeMismatch`]) must mismatch here.
 pub fn conform(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
-    conform_with(entry, device, cpu, options, crate::divergence::KNOWN)
-}
-
-/// [`conform`], with `known` as the device's known divergences (a test gives its own).
-pub fn conform_with(
-    entry: &'static ArmEntry,
-    device: &Client,
-    cpu: &Client,
-    options: &ProofOptions,
-    known: &[crate::divergence::Divergence],
-) -> Option<ProofRun> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     let profile = crate::device::profile(device)?;
     if !crate::proof::selects(entry, &profile) {
@@ -41,8 +31,8 @@ pub fn conform_with(
     };
     let what_ran = match (
         native.target.is_native(),
-        Executor::from_client_name(device.name()),
-        Executor::from_client_name(cpu.name()),
+        crate::device::Device::of(device).exec.executor,
+        crate::device::Device::of(cpu).exec.executor,
     ) {
         (true, Executor::Device(_), Executor::Cpu) => None,
         (native_tag, device_exec, cpu_exec) => Some(format!(
@@ -60,7 +50,7 @@ pub fn conform_with(
     };
     run.expect = expect;
     if expect == Expect::Equal {
-        run.verdict = within_divergence(run.verdict, crate::divergence::find(known, &profile, entry.site.id), "");
+        run.verdict = within_divergence(run.verdict, crate::divergence::known(&profile, entry.site.id), "");
     }
     Some(run)
 }
@@ -71,7 +61,10 @@ pub fn within_divergence(verdict: Verdict, divergence: Option<&crate::divergence
     let (Verdict::Mismatch { report, cubes }, Some(d)) = (&verdict, divergence) else { return verdict };
     match d.scope(cubes) {
         Scope::Within => Verdict::Declined {
-            report: format!("declined on this device: {what}{}\n  measured: {}\n{report}", d.cause, d.measured),
+            report: format!(
+                "declined on this device: {what}{}\n  measured: {}\n{report}",
+                d.quirk.cause, d.quirk.measured
+            ),
         },
         Scope::Outside(held) => {
             let held: Vec<String> =
@@ -79,9 +72,9 @@ pub fn within_divergence(verdict: Verdict, divergence: Option<&crate::divergence
             Verdict::Mismatch {
                 report: format!(
                     "{report}\n  a known divergence of this device covers the groups {:?} only; these cubes differ outside them: {}\n  known: {}",
-                    d.groups.iter().map(|g| g.name()).collect::<Vec<_>>(),
+                    d.quirk.groups.iter().map(|g| g.name()).collect::<Vec<_>>(),
                     held.join("; "),
-                    d.cause
+                    d.quirk.cause
                 ),
                 cubes: cubes.clone(),
             }

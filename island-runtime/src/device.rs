@@ -1,38 +1,97 @@
-//! The profile of a real device: what CubeCL's client reports, in the vocabulary's terms.
+//! The device behind a client, as islands sees it: who executes (the executor and its plane
+//! width), the profile of arms it may take, and the fingerprint its ledger records are keyed by.
+//! Built once per client and process ([`Device::of`]); the tag, the gate, conformance and the
+//! ledger all take it from here.
 
+use crate::fingerprint::Fingerprint;
 use cubecl::prelude::Client;
 use island_vocab::profile::{intern_name, intern_shapes};
 use island_vocab::{Backend, Elem, Executor, Mma, Profile};
+use serde::Serialize;
+use std::sync::Mutex;
 
-/// The profile of the device behind `client`, or `None` for the CPU and for runtimes this
-/// version does not recognise (those take `default` arms).
+/// The runtime executing a kernel, as far as lowering needs to know.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
+pub struct Exec {
+    pub executor: Executor,
+    /// The plane width the hardware really has (1 on the CPU).
+    pub plane: u32,
+}
+
+/// What islands knows of the device behind a client.
+#[derive(Clone, Debug)]
+pub struct Device {
+    pub exec: Exec,
+    /// The profile of the arms it may take; `None` for the CPU and for runtimes this version
+    /// does not recognise (those take `default` arms).
+    pub profile: Option<Profile>,
+    /// The identity its ledger records are keyed by; `None` where there is no profile.
+    pub fingerprint: Option<Fingerprint>,
+}
+
+impl Device {
+    /// The device behind `client`, assembled on the first call for that device and kept for
+    /// the process.
+    pub fn of(client: &Client) -> &'static Device {
+        type Seen = Vec<((&'static str, String, String), &'static Device)>;
+        static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
+        let props = client.properties();
+        let key = (client.name(), props.identity.name.clone(), props.identity.fingerprint.clone());
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, device)) = seen.iter().find(|(k, _)| *k == key) {
+            return device;
+        }
+        let device: &'static Device = Box::leak(Box::new(Device::assemble(client)));
+        seen.push((key, device));
+        device
+    }
+
+    fn assemble(client: &Client) -> Device {
+        let executor = Executor::from_client_name(client.name());
+        let props = client.properties();
+        let exec = Exec {
+            executor,
+            plane: match executor {
+                Executor::Cpu => 1,
+                _ => props.hardware.plane_size_max.max(1),
+            },
+        };
+        let profile = executor.backend().filter(|_| matches!(executor, Executor::Device(_))).map(|backend| {
+            let sm = match backend {
+                Backend::Cuda => sm_from_fingerprint(&props.identity.fingerprint),
+                _ => 0,
+            };
+            let mut mma: Vec<Mma> = client
+                .features()
+                .matmul
+                .cmma
+                .iter()
+                .filter_map(|c| {
+                    Some(Mma::new(elem_of(c.a_type)?, elem_of(c.b_type)?, elem_of(c.cd_type)?, c.m, c.n, c.k))
+                })
+                .collect();
+            mma.sort();
+            mma.dedup();
+            Profile {
+                backend,
+                name: intern_name(&props.identity.name),
+                plane: props.hardware.plane_size_max,
+                sm,
+                dp4a: crate::quirks::dp4a(backend, sm),
+                mma: intern_shapes(mma),
+            }
+        });
+        let fingerprint = profile
+            .as_ref()
+            .map(|p| Fingerprint::new(client.name(), &props.identity.name, &props.identity.fingerprint, p.plane, p.sm));
+        Device { exec, profile, fingerprint }
+    }
+}
+
+/// The profile of the device behind `client` ([`Device::of`]), or `None` for the CPU and for
+/// runtimes this version does not recognise (those take `default` arms).
 pub fn profile(client: &Client) -> Option<Profile> {
-    let backend = Executor::from_client_name(client.name()).backend()?;
-    let props = client.properties();
-    let plane = props.hardware.plane_size_max;
-    let sm = match backend {
-        Backend::Cuda => sm_from_fingerprint(&props.identity.fingerprint),
-        _ => 0,
-    };
-    let dp4a = match backend {
-        // `__dp4a` exists from sm_61 on.
-        Backend::Cuda => sm >= 61,
-        // shaderIntegerDotProduct is a required Vulkan 1.3 feature; CubeCL falls back to its
-        // polyfill where a driver lacks it, which is still the same integer function.
-        Backend::Vulkan => true,
-        // CubeCL 0.11 lowers dp4a to its polyfill on HIP, Metal and WGSL.
-        Backend::Hip | Backend::Metal | Backend::WebGpu => false,
-    };
-    let mut mma: Vec<Mma> = client
-        .features()
-        .matmul
-        .cmma
-        .iter()
-        .filter_map(|c| Some(Mma::new(elem_of(c.a_type)?, elem_of(c.b_type)?, elem_of(c.cd_type)?, c.m, c.n, c.k)))
-        .collect();
-    mma.sort();
-    mma.dedup();
-    Some(Profile { backend, name: intern_name(&props.identity.name), plane, sm, dp4a, mma: intern_shapes(mma) })
+    Device::of(client).profile
 }
 
 fn sm_from_fingerprint(fingerprint: &str) -> u32 {

@@ -4,8 +4,8 @@
 //! still hashes as the build does (`crate::gate::code_hashes`).
 
 use crate::fingerprint::Fingerprint;
-use crate::ledger::{Decision, Record};
 use crate::policy::ArmFacts;
+use crate::record::{Decision, Record};
 use crate::registry::{self, ArmEntry};
 use cubecl::prelude::Client;
 use island_vocab::{Expect, Profile};

@@ -6,8 +6,6 @@
 //! compilation fingerprint (`ptx_sm90`, …), the plane width, the compute capability and the
 //! driver, so a ledger record holds for that device only.
 
-use cubecl::prelude::Client;
-use island_vocab::Executor;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -30,20 +28,17 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
-    /// The fingerprint of the device behind `client`, or `None` for the CPU runtime and
-    /// runtimes this version does not recognise (they only take `default`).
-    pub fn of_client(client: &Client) -> Option<Fingerprint> {
-        let Executor::Device(_) = Executor::from_client_name(client.name()) else { return None };
-        let profile = crate::device::profile(client)?;
-        let props = client.properties();
-        Some(Fingerprint {
-            runtime: client.name().to_string(),
-            device: props.identity.name.clone(),
-            identity: props.identity.fingerprint.clone(),
-            plane: profile.plane,
-            sm: profile.sm,
-            driver: driver_of(&props.identity.name),
-        })
+    /// The fingerprint of a device from what its client reports (see `crate::device::Device`,
+    /// which builds it once per client) and the driver the platform reports.
+    pub fn new(runtime: &str, device: &str, identity: &str, plane: u32, sm: u32) -> Fingerprint {
+        Fingerprint {
+            runtime: runtime.to_string(),
+            device: device.to_string(),
+            identity: identity.to_string(),
+            plane,
+            sm,
+            driver: driver_of(device),
+        }
     }
 
     /// Whether `self` and `other` are the same device and driver.

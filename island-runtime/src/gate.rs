@@ -17,11 +17,12 @@
 //! The result is a [`Record`] for the device's ledger.
 
 use crate::fingerprint::Fingerprint;
-use crate::ledger::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record, SpeedEvidence, code_hash};
 use crate::lifted::{self, ProofSpec};
 use crate::lowering::{self, Codegen, Which};
-use crate::proof::{self, ProofOptions, ProofRun, Verdict};
+use crate::proof;
+use crate::proof_run::{ProofOptions, ProofRun, Verdict};
 use crate::readback::panic_text;
+use crate::record::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record, SpeedEvidence, code_hash};
 use crate::registry::ArmEntry;
 use crate::target::Target;
 use cubecl::prelude::Client;
@@ -57,7 +58,7 @@ impl Default for GateOptions {
     fn default() -> Self {
         GateOptions {
             proof: ProofOptions::default(),
-            threshold: crate::ledger::DEFAULT_THRESHOLD,
+            threshold: crate::record::DEFAULT_THRESHOLD,
             lanes: 1 << 20,
             dispatches: 50,
             rounds: 7,
@@ -92,21 +93,15 @@ pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client
         hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
     Ok(CodeHashes {
         codegen: Codegen::of(profile.backend).name().to_string(),
-        arm: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
-        default: code_hash(&crate::canonical::canonical(&lowering::source(
-            entry,
-            lifted,
-            &profile,
-            Which::Default,
-            host,
-        )?)),
-        emulation: code_hash(&crate::canonical::canonical(&lowering::source(
-            entry,
-            lifted,
-            &profile,
-            Which::Emulated,
-            host,
-        )?)),
+        arm: code_hash(&crate::canonical::canonical(
+            &lowering::source(entry, lifted, &profile, Which::Arm, host).map_err(|e| e.to_string())?,
+        )),
+        default: code_hash(&crate::canonical::canonical(
+            &lowering::source(entry, lifted, &profile, Which::Default, host).map_err(|e| e.to_string())?,
+        )),
+        emulation: code_hash(&crate::canonical::canonical(
+            &lowering::source(entry, lifted, &profile, Which::Emulated, host).map_err(|e| e.to_string())?,
+        )),
     })
 }
 
@@ -117,11 +112,12 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
         return None;
     }
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
-    let profile = crate::device::profile(device)?;
+    let view = crate::device::Device::of(device);
+    let profile = view.profile?;
     if !crate::proof::selects(entry, &profile) {
         return None;
     }
-    let fingerprint = Fingerprint::of_client(device)?;
+    let fingerprint = view.fingerprint.clone()?;
     let mut notes: Vec<String> = Vec::new();
 
     let code = code_hashes(entry, &fingerprint, cpu).unwrap_or_else(|e| {
@@ -234,8 +230,8 @@ fn machine_evidence(
     instructions: &[String],
     arm: &str,
     default: &str,
-) -> crate::ledger::MachineCodeEvidence {
-    use crate::ledger::MachineCodeEvidence;
+) -> crate::record::MachineCodeEvidence {
+    use crate::record::MachineCodeEvidence;
     if profile.backend != Backend::Cuda {
         return MachineCodeEvidence {
             how: format!(
@@ -307,13 +303,14 @@ fn time(
             as u32;
     let mut cubes = options.lanes.div_ceil(lifted.cube_dim).clamp(1, max_cubes);
     let (arm_args, default_args) = loop {
-        let inputs = proof::recipe_inputs(lifted, cubes, options.proof.seed);
-        let arm_args = proof::launch_args(device, lifted, cubes, &inputs, arm, 0);
-        let default_args = proof::launch_args(device, lifted, cubes, &inputs, default, 0);
+        let inputs = crate::compare::recipe_inputs(lifted, cubes, options.proof.seed);
+        let arm_args = crate::compare::launch_args(device, lifted, cubes, &inputs, arm, 0);
+        let default_args = crate::compare::launch_args(device, lifted, cubes, &inputs, default, 0);
         let once = catch_unwind(AssertUnwindSafe(|| {
             crate::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))
         }))
-        .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))??;
+        .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))?
+        .map_err(|e| e.to_string())?;
         if once >= MIN_KERNEL || cubes >= max_cubes {
             break (arm_args, default_args);
         }

@@ -1,9 +1,8 @@
 //! The tag a launch fills in by itself ([`Target::for_client`]): the arms of the device behind
 //! the client, each one only where `crate::policy` finds it shown exact there.
 
-use crate::fingerprint::Fingerprint;
 use crate::policy::{self, DeviceLedger, Policy, Settings};
-use crate::target::{Exec, Target};
+use crate::target::Target;
 use cubecl::prelude::Client;
 use island_vocab::{Executor, Profile};
 use std::sync::{Mutex, Once};
@@ -15,7 +14,8 @@ impl Target {
     /// policy that does not exist, a ledger that does not parse) make every island take
     /// `default`, said once on standard error.
     pub fn for_client(client: &Client) -> Target {
-        let exec = Exec::of_client(client);
+        let device = crate::device::Device::of(client);
+        let exec = device.exec;
         if let Executor::Unknown(name) = exec.executor {
             log::warn!("islands: runtime `{name}` is not recognised; every island takes `default`");
         }
@@ -29,7 +29,7 @@ impl Target {
                 log::error!("islands: {e}");
             });
         }
-        let Some(profile) = crate::device::profile(client) else { return Target::from_parts(None, exec) };
+        let Some(profile) = device.profile else { return Target::from_parts(None, exec) };
         match settings {
             Err(_) => Target::from_parts(None, exec),
             Ok(s) if s.policy == Policy::Off => Target::from_parts(Some(profile), exec),
@@ -51,7 +51,7 @@ fn view(client: &Client, profile: Profile, settings: &Settings) -> Option<&'stat
     if let Some((_, view)) = seen.iter().find(|(k, _)| *k == key) {
         return *view;
     }
-    let view = Fingerprint::of_client(client).map(|device| {
+    let view = crate::device::Device::of(client).fingerprint.clone().map(|device| {
         let records: Vec<_> = settings.records.iter().filter(|r| r.device.same_device(&device)).cloned().collect();
         let facts = crate::evidence::facts(&device, &profile, &records, client);
         let unproven = facts.iter().filter(|(_, f)| f.needs_device_evidence.is_some()).count();

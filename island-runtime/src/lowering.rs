@@ -2,9 +2,10 @@
 //! and compiled by that backend's code generator (CUDA C++, HIP C++, Metal, SPIR-V, WGSL),
 //! to see which instructions an arm really emits.
 
+use crate::device::Exec;
 use crate::lifted::{LaunchArgs, Lifted};
 use crate::registry::ArmEntry;
-use crate::target::{Exec, Target};
+use crate::target::Target;
 use cubecl::prelude::*;
 use cubecl_runtime::compiler::Compiler;
 use cubecl_runtime::kernel::KernelDefinition;
@@ -65,10 +66,10 @@ impl Codegen {
     }
 
     /// Compiles `kernel` as the device of `profile` would.
-    pub fn compile(self, kernel: KernelDefinition, profile: &Profile) -> Result<String, String> {
+    pub fn compile(self, kernel: KernelDefinition, profile: &Profile) -> Result<String, LoweringError> {
         use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
         if let Some(feature) = self.missing_feature() {
-            return Err(format!("the {} generator needs the `{feature}` feature", self.name()));
+            return Err(LoweringError::MissingFeature { generator: self.name(), feature });
         }
         let cpp = CompilationOptions {
             warp_size: profile.plane as usize,
@@ -105,8 +106,27 @@ impl Codegen {
             #[cfg(not(feature = "wgpu"))]
             Codegen::Wgsl => unreachable!("the WGSL generator is not built"),
         };
-        text.map_err(|e| e.to_string())
+        text.map_err(|e| LoweringError::Generator(e.to_string()))
     }
+}
+
+/// Why a kernel could not be lowered, or a lowering check failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoweringError {
+    #[error("the {generator} generator needs the `{feature}` feature")]
+    MissingFeature { generator: &'static str, feature: &'static str },
+    /// The code generator's own error.
+    #[error("{0}")]
+    Generator(String),
+    #[error("{profile} does not select arm `{arm}` of {island} (another arm, or `default`, is taken there)")]
+    NotSelected { profile: String, arm: String, island: &'static str },
+    #[error("{0} has no proof signature, so it cannot be compiled on its own")]
+    NoProofSignature(String),
+    #[error("not a device islands has arms for")]
+    NotADevice,
+    /// A lowering check of the table (an intrinsic's row, or an arm's instructions) failed.
+    #[error("{0}")]
+    Check(String),
 }
 
 /// The properties of a reference device of `profile`: what kernel expansion consults (types,
@@ -178,15 +198,15 @@ pub fn source(
     profile: &Profile,
     which: Which,
     host: &Client,
-) -> Result<String, String> {
+) -> Result<String, LoweringError> {
     // The source of an arm is compiled with a tag that selects it: with several arms for one
     // backend (`cuda if sm >= 90 => …, cuda => …`) another profile's tag compiles another arm.
     if which != Which::Default && entry.site.selected_arm(profile) != Some(entry.arm) {
-        return Err(format!(
-            "{profile} does not select arm `{}` of {} (another arm, or `default`, is taken there)",
-            entry.label(),
-            entry.site.id
-        ));
+        return Err(LoweringError::NotSelected {
+            profile: profile.to_string(),
+            arm: entry.label().into_owned(),
+            island: entry.site.id,
+        });
     }
     let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
     let target = match which {
@@ -201,8 +221,8 @@ pub fn source(
 
 /// The source CubeCL generates for `lifted` with `target` on the device behind `device`, with
 /// that device's own properties (what its runtime compiles, before the driver's compiler).
-pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -> Result<String, String> {
-    let profile = crate::device::profile(device).ok_or("not a device islands has arms for")?;
+pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -> Result<String, LoweringError> {
+    let profile = crate::device::profile(device).ok_or(LoweringError::NotADevice)?;
     compile(lifted, target, device.properties_shared(), &profile, Codegen::of(profile.backend), device)
 }
 
@@ -214,7 +234,7 @@ pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -
 /// with this reason instead of launched. Other Vulkan drivers run such kernels: NVIDIA's does
 /// (`docs/conformance.md`), and a crash elsewhere is to be recorded per device, not assumed.
 pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -> Option<String> {
-    if client.name() != "wgpu<spirv>" || !crashes_on_shared_memory(&client.properties().identity.name) {
+    if client.name() != "wgpu<spirv>" || !crate::quirks::crashes_on_shared_memory(&client.properties().identity.name) {
         return None;
     }
     let profile = crate::device::profile(client)?;
@@ -225,19 +245,13 @@ pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -
     }
 }
 
-/// Whether a Vulkan device (by adapter name) is one where CubeCL 0.11's shared-memory SPIR-V
-/// was seen to crash: Mesa's lavapipe (`llvmpipe (LLVM …)`).
-pub fn crashes_on_shared_memory(adapter: &str) -> bool {
-    adapter.contains("llvmpipe")
-}
-
 /// The reason [`launch_hazard`] gives.
 pub const SHARED_MEMORY_ON_SPIRV: &str = "not launched: the kernel uses shared memory, for which CubeCL 0.11's \
      SPIR-V compiler emits invalid code that crashes lavapipe (a segfault)";
 
 /// Whether targets `a` and `b` expand `lifted` to the same program on `client`'s runtime (its
 /// properties, compared as CUDA C++ text): then running both compares a program with itself.
-pub fn same_program(lifted: &'static Lifted, a: Target, b: Target, client: &Client) -> Result<bool, String> {
+pub fn same_program(lifted: &'static Lifted, a: Target, b: Target, client: &Client) -> Result<bool, LoweringError> {
     let profile = a.arms().or(b.arms()).copied().unwrap_or(Profile::references(Backend::Cuda)[0]);
     // Kernel names hash the tag, which always differs between the two: compare the code alone.
     let text = |t: Target| {
@@ -254,8 +268,8 @@ fn compile(
     profile: &Profile,
     codegen: Codegen,
     host: &Client,
-) -> Result<String, String> {
-    codegen.compile(define(lifted, target, device, host)?, profile)
+) -> Result<String, LoweringError> {
+    codegen.compile(define(lifted, target, device, host).map_err(LoweringError::Generator)?, profile)
 }
 
 /// `lifted` expanded with `target` for a device of `device`'s properties (`host` lends
@@ -297,9 +311,9 @@ fn profile_for(entry: &ArmEntry, backend: Backend, requires: Guard) -> Option<Pr
 }
 
 /// The arm's and `default`'s sources for `profile`.
-fn both_sources(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Result<(String, String), String> {
+fn both_sources(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Result<(String, String), LoweringError> {
     let crate::lifted::ProofSpec::Lifted(lifted) = &entry.proof else {
-        return Err(format!("{} has no proof signature, so it cannot be compiled on its own", entry.name()));
+        return Err(LoweringError::NoProofSignature(entry.name()));
     };
     Ok((source(entry, lifted, profile, Which::Arm, host)?, source(entry, lifted, profile, Which::Default, host)?))
 }
@@ -311,11 +325,14 @@ pub fn check_row(
     i: &'static crate::intrinsic::Intrinsic,
     row: &'static crate::intrinsic::Lowering,
     host: &Client,
-) -> Result<(), String> {
+) -> Result<(), LoweringError> {
     let entries: Vec<&'static ArmEntry> =
         i.check_arms().into_iter().filter(|e| e.spec().backends.contains(&row.backend)).collect();
     if entries.is_empty() {
-        return Err(format!("{}: its check `{}` has no arm for {}", i.name, i.check_path, row.backend));
+        return Err(LoweringError::Check(format!(
+            "{}: its check `{}` has no arm for {}",
+            i.name, i.check_path, row.backend
+        )));
     }
     let codegen = Codegen::of(row.backend).name();
     let mut failures = Vec::new();
@@ -348,33 +365,39 @@ pub fn check_row(
             return Ok(());
         }
     }
-    Err(failures.join("\n"))
+    Err(LoweringError::Check(failures.join("\n")))
 }
 
 /// A registered arm, compiled for one of its backends, emits at least one instruction of the
 /// table for that backend that `default` does not.
-pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> Result<(), String> {
+pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> Result<(), LoweringError> {
     let Some(profile) = profile_for(entry, backend, Guard::NONE) else {
-        return Err(format!("no reference {backend} device meets the guard `{}`", entry.spec().guard));
+        return Err(LoweringError::Check(format!(
+            "no reference {backend} device meets the guard `{}`",
+            entry.spec().guard
+        )));
     };
     let (arm, default) = both_sources(entry, &profile, host)?;
     if arm == default {
-        return Err(format!("the arm and `default` compile to the same {} source", Codegen::of(backend).name()));
+        return Err(LoweringError::Check(format!(
+            "the arm and `default` compile to the same {} source",
+            Codegen::of(backend).name()
+        )));
     }
     let table = crate::intrinsic::instructions(backend);
     let emitted: Vec<&str> = table.iter().copied().filter(|p| arm.contains(p)).collect();
     if emitted.is_empty() {
-        return Err(format!(
+        return Err(LoweringError::Check(format!(
             "the arm emits none of the table's {backend} instructions {table:?}; it compiled to:\n{}",
             excerpt(&arm)
-        ));
+        )));
     }
     // The table holds every intrinsic of the backend, generic operators among them (`exact::div`
     // is ` / `): what the arm must show is an instruction `default` lacks, not that it shares none.
     if emitted.iter().all(|p| default.contains(p)) {
-        return Err(format!(
+        return Err(LoweringError::Check(format!(
             "{emitted:?} also appear in `default`: the arm emits no instruction of the table that `default` does not"
-        ));
+        )));
     }
     Ok(())
 }
@@ -390,7 +413,7 @@ pub fn shared_lines(
     lifted: &'static Lifted,
     profile: &Profile,
     host: &Client,
-) -> Result<f64, String> {
+) -> Result<f64, LoweringError> {
     let emulated = crate::canonical::canonical(&source(entry, lifted, profile, Which::Emulated, host)?);
     let default = crate::canonical::canonical(&source(entry, lifted, profile, Which::Default, host)?);
     let (a, b): (Vec<&str>, Vec<&str>) = (body_lines(&emulated), body_lines(&default));

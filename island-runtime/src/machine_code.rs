@@ -12,7 +12,7 @@
 //! sass "IDP.4A")`); an arm whose listing lacks one is declined. Vulkan drivers reached through
 //! wgpu expose no pipeline internals, so their records say the code is not inspectable there.
 
-use crate::ledger::MachineCodeEvidence;
+use crate::record::MachineCodeEvidence;
 use island_vocab::Backend;
 use serde::{Deserialize, Serialize};
 
@@ -98,20 +98,26 @@ pub fn parse_sass(listing: &str) -> Vec<String> {
 /// The SASS of CUDA C++ `source` (as CubeCL generated it for a device of compute capability
 /// `sm`).
 #[cfg(feature = "cuda")]
-pub fn cuda(source: &str, sm: u32) -> Result<MachineCode, String> {
+pub fn cuda(source: &str, sm: u32) -> Result<MachineCode, MachineCodeError> {
     let cubin = nvrtc_cubin(source, sm)?;
     let dir = std::env::temp_dir().join(format!("islands-sass-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let file = dir.join(format!("{}.cubin", crate::ledger::code_hash(source)));
-    std::fs::write(&file, &cubin).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|e| MachineCodeError::Io(format!("{}: {e}", dir.display())))?;
+    let file = dir.join(format!("{}.cubin", crate::record::code_hash(source)));
+    std::fs::write(&file, &cubin).map_err(|e| MachineCodeError::Io(format!("{}: {e}", file.display())))?;
     let tool = cuda_tool("cuobjdump");
-    let out =
-        std::process::Command::new(&tool).arg("-sass").arg(&file).output().map_err(|e| {
-            format!("{} -sass: {e} (the CUDA toolkit's cuobjdump disassembles the kernel)", tool.display())
-        })?;
+    let out = std::process::Command::new(&tool).arg("-sass").arg(&file).output().map_err(|e| {
+        MachineCodeError::Disassembler(format!(
+            "{} -sass: {e} (the CUDA toolkit's cuobjdump disassembles the kernel)",
+            tool.display()
+        ))
+    })?;
     let _ = std::fs::remove_file(&file);
     if !out.status.success() {
-        return Err(format!("{} -sass failed: {}", tool.display(), String::from_utf8_lossy(&out.stderr)));
+        return Err(MachineCodeError::Disassembler(format!(
+            "{} -sass failed: {}",
+            tool.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )));
     }
     let (mut major, mut minor) = (0i32, 0i32);
     // SAFETY: NVRTC writes two integers.
@@ -144,13 +150,13 @@ fn cuda_tool(name: &str) -> std::path::PathBuf {
 }
 
 #[cfg(feature = "cuda")]
-fn nvrtc_cubin(source: &str, sm: u32) -> Result<Vec<u8>, String> {
+fn nvrtc_cubin(source: &str, sm: u32) -> Result<Vec<u8>, MachineCodeError> {
     use cudarc::nvrtc::{result, sys};
     // The include paths CubeCL's own compilation passes (`CUDA_PATH`, then the usual install
     // places), which panic without a toolkit: asked only after one was found.
     use cubecl::cuda::install::{cccl_include_path, cuda_path, include_path};
     if cuda_path().is_none() {
-        return Err("no CUDA toolkit found (set CUDA_PATH): NVRTC needs its headers".into());
+        return Err(MachineCodeError::NoToolkit);
     }
     let cccl = cccl_include_path();
     let mut options = vec![
@@ -161,21 +167,26 @@ fn nvrtc_cubin(source: &str, sm: u32) -> Result<Vec<u8>, String> {
     if cccl.exists() {
         options.push(format!("--include-path={}", cccl.display()));
     }
-    let c_source = std::ffi::CString::new(source).map_err(|e| e.to_string())?;
-    let program = result::create_program(c_source.as_c_str(), None).map_err(|e| format!("NVRTC: {e}"))?;
+    let c_source = std::ffi::CString::new(source).map_err(|e| MachineCodeError::Nvrtc(e.to_string()))?;
+    let program =
+        result::create_program(c_source.as_c_str(), None).map_err(|e| MachineCodeError::Nvrtc(e.to_string()))?;
     // SAFETY: `program` was created above and is destroyed once, below; the CUBIN buffer is sized
     // by NVRTC's own report of its size.
     unsafe {
         let outcome = (|| {
             if result::compile_program(program, &options).is_err() {
-                let log = result::get_program_log(program).map_err(|e| e.to_string())?;
+                let log = result::get_program_log(program).map_err(|e| MachineCodeError::Nvrtc(e.to_string()))?;
                 let log = std::ffi::CStr::from_ptr(log.as_ptr()).to_string_lossy().into_owned();
-                return Err(format!("NVRTC refused the source: {log}"));
+                return Err(MachineCodeError::Nvrtc(format!("refused the source: {log}")));
             }
             let mut size = 0usize;
-            sys::nvrtcGetCUBINSize(program, &mut size).result().map_err(|e| format!("NVRTC CUBIN size: {e}"))?;
+            sys::nvrtcGetCUBINSize(program, &mut size)
+                .result()
+                .map_err(|e| MachineCodeError::Nvrtc(format!("CUBIN size: {e}")))?;
             let mut cubin = vec![0u8; size];
-            sys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast()).result().map_err(|e| format!("NVRTC CUBIN: {e}"))?;
+            sys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())
+                .result()
+                .map_err(|e| MachineCodeError::Nvrtc(format!("CUBIN: {e}")))?;
             Ok(cubin)
         })();
         let _ = result::destroy_program(program);
@@ -185,8 +196,23 @@ fn nvrtc_cubin(source: &str, sm: u32) -> Result<Vec<u8>, String> {
 
 /// Without CUDA in the build, no CUDA machine code.
 #[cfg(not(feature = "cuda"))]
-pub fn cuda(_source: &str, _sm: u32) -> Result<MachineCode, String> {
-    Err("this build has no CUDA runtime (`--features cuda`)".into())
+pub fn cuda(_source: &str, _sm: u32) -> Result<MachineCode, MachineCodeError> {
+    Err(MachineCodeError::NotBuilt)
+}
+
+/// Why the machine code of a kernel could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MachineCodeError {
+    #[error("this build has no CUDA runtime (`--features cuda`)")]
+    NotBuilt,
+    #[error("no CUDA toolkit found (set CUDA_PATH): NVRTC needs its headers")]
+    NoToolkit,
+    #[error("NVRTC: {0}")]
+    Nvrtc(String),
+    #[error("{0}")]
+    Disassembler(String),
+    #[error("{0}")]
+    Io(String),
 }
 
 #[cfg(test)]

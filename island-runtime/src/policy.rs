@@ -19,8 +19,9 @@
 //! once per process with the reason.
 
 use crate::divergence;
+use crate::embedded::LedgerError;
 use crate::fingerprint::Fingerprint;
-use crate::ledger::{Decision, LedgerError, Record};
+use crate::record::{Decision, Record};
 use island_vocab::Profile;
 use serde::Serialize;
 use std::fmt;
@@ -83,7 +84,7 @@ pub fn settings() -> Result<&'static Settings, &'static SettingsError> {
     SETTINGS
         .get_or_init(|| {
             let policy = Policy::parse(&std::env::var("ISLANDS_POLICY").unwrap_or_default())?;
-            let records = crate::ledger::records().map_err(|e| SettingsError::Ledger(e.clone()))?;
+            let records = crate::embedded::records().map_err(|e| SettingsError::Ledger(e.clone()))?;
             Ok(Settings { policy, records })
         })
         .as_ref()
@@ -138,7 +139,7 @@ impl DeviceLedger {
             return None;
         }
         if let Some(d) = divergence::known(&self.profile, island) {
-            return Some(format!("a measured divergence of this device: {} ({})", d.cause, d.measured));
+            return Some(format!("a measured divergence of this device: {} ({})", d.quirk.cause, d.quirk.measured));
         }
         let facts = self.facts(island, arm);
         let mine = |r: &&Record| r.island == island && r.arm == arm;
@@ -216,7 +217,7 @@ pub fn log_once(key: String, message: impl FnOnce() -> String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{CodeHashes, ConformanceEvidence, ProofEvidence, SpeedEvidence, code_hash};
+    use crate::record::{CodeHashes, ConformanceEvidence, ProofEvidence, SpeedEvidence, code_hash};
     use island_vocab::Backend;
 
     fn device(driver: &str) -> Fingerprint {

@@ -5,12 +5,22 @@ use cubecl::server::Handle;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// Reads a buffer back; a kernel that failed to compile surfaces here.
-pub fn read(client: &Client, handle: Handle) -> Result<Vec<u8>, String> {
+pub fn read(client: &Client, handle: Handle) -> Result<Vec<u8>, ReadError> {
     match catch_unwind(AssertUnwindSafe(|| client.read_one(handle))) {
         Ok(Ok(bytes)) => Ok(bytes.to_vec()),
-        Ok(Err(e)) => Err(first_lines(&e.to_string(), 12)),
-        Err(panic) => Err(format!("reading the result panicked: {}", panic_text(&panic))),
+        Ok(Err(e)) => Err(ReadError::Device(first_lines(&e.to_string(), 12))),
+        Err(panic) => Err(ReadError::Panicked(panic_text(&panic))),
     }
+}
+
+/// Why a result could not be read back: the runtime's error (a kernel that did not compile or
+/// launch surfaces here), or a panic inside the runtime.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Device(String),
+    #[error("reading the result panicked: {0}")]
+    Panicked(String),
 }
 
 /// The message of a caught panic.

@@ -1,9 +1,10 @@
 //! The report of a mismatch: where the outputs first differ, what the inputs were there, and how
 //! to replay the run.
 
+use crate::inputs::Group;
 use crate::lifted::{Lifted, Shape};
 use crate::registry::ArmEntry;
-use crate::value::{Group, ValueKind};
+use crate::value::ValueKind;
 use island_vocab::Profile;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -72,9 +72,9 @@ impl RuntimeName {
 
     /// A client of the runtime's default device. Fails, rather than panics, when the runtime
     /// is not built in or no device of its kind is present.
-    pub fn client(self) -> Result<Client, String> {
+    pub fn client(self) -> Result<Client, ClientError> {
         if !self.built() {
-            return Err(format!("this build has no `{self}` runtime (enable its cargo feature)"));
+            return Err(ClientError::NotBuilt(self));
         }
         let make = move || -> Client {
             match self {
@@ -103,8 +103,17 @@ impl RuntimeName {
             }
         };
         std::panic::catch_unwind(make)
-            .map_err(|p| format!("no `{self}` device could be opened: {}", crate::readback::panic_text(&p)))
+            .map_err(|p| ClientError::NoDevice { runtime: self, reason: crate::readback::panic_text(&p) })
     }
+}
+
+/// Why a runtime's client could not be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    #[error("this build has no `{0}` runtime (enable its cargo feature)")]
+    NotBuilt(RuntimeName),
+    #[error("no `{runtime}` device could be opened: {reason}")]
+    NoDevice { runtime: RuntimeName, reason: String },
 }
 
 impl fmt::Display for RuntimeName {

@@ -7,9 +7,10 @@
 //! (`crate::policy`): only when every intrinsic it lowers natively there is defined for its
 //! operands, and the arm's contract on the device's profile is bit equality.
 
+use crate::device::Exec;
 use crate::lifted::ProofSpec;
 use crate::registry::ArmEntry;
-use crate::target::{Exec, Target};
+use crate::target::Target;
 use cubecl::prelude::Client;
 use island_vocab::{Executor, Profile, Semantics};
 use std::cell::RefCell;

@@ -8,6 +8,7 @@
 //!   natively when the executor is the device the arm was selected for, and to its emulation of
 //!   that device's semantics otherwise (the CPU runtime running a `cuda` arm, say).
 
+use crate::device::Exec;
 use crate::policy::DeviceLedger;
 use cubecl::prelude::Client;
 use island_vocab::{Backend, Executor, Profile, Site};
@@ -21,26 +22,6 @@ pub enum Scope {
     All,
     /// Only the island with this id; every other island takes `default`.
     Island(&'static str),
-}
-
-/// The runtime executing the kernel, as far as lowering needs to know.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, Serialize)]
-pub struct Exec {
-    pub executor: Executor,
-    /// The plane width the hardware really has (1 on the CPU).
-    pub plane: u32,
-}
-
-impl Exec {
-    /// The executor behind `client`.
-    pub fn of_client(client: &Client) -> Exec {
-        let executor = Executor::from_client_name(client.name());
-        let plane = match executor {
-            Executor::Cpu => 1,
-            _ => client.properties().hardware.plane_size_max.max(1),
-        };
-        Exec { executor, plane }
-    }
 }
 
 /// The comptime tag of a kernel with islands. See the module docs. `Copy`, so a kernel can
@@ -129,13 +110,13 @@ impl Target {
 
     /// `default` in every island, executed by `client`'s runtime.
     pub fn default_arms(client: &Client) -> Target {
-        Target { arms: None, scope: Scope::All, exec: Exec::of_client(client), ledger: None }
+        Target { arms: None, scope: Scope::All, exec: crate::device::Device::of(client).exec, ledger: None }
     }
 
     /// The arms `profile` selects, executed by `client`'s runtime: natively where that runtime
     /// is the profile's device, through each intrinsic's emulation otherwise.
     pub fn forced(profile: Profile, client: &Client) -> Target {
-        Target { arms: Some(profile), scope: Scope::All, exec: Exec::of_client(client), ledger: None }
+        Target { arms: Some(profile), scope: Scope::All, exec: crate::device::Device::of(client).exec, ledger: None }
     }
 
     /// A tag from its parts, for code generation without a client.

@@ -36,7 +36,7 @@
 //! Backend features: `cpu` (default), `cuda`, `vulkan`, `wgpu`, `hip`, `metal`; `spirv` adds the
 //! SPIR-V generator alone, for lowering checks of Vulkan arms (`vulkan` and `proofs` bring it).
 
-pub use island_intrinsics::{checks, cp_async, dp4a, exact, ldmatrix, mma, mma_sync, plane, portable, stream};
+pub use island_intrinsics::{cp_async, dp4a, exact, ldmatrix, mma, mma_sync, plane, portable, stream};
 pub use island_runtime::__private::cubecl;
 pub use island_runtime::*;
 

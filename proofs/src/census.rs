@@ -11,7 +11,8 @@
 //! verdicts only when every arm's proof (and every conformance run) ran in the process.
 
 use island_runtime::ArmEntry;
-use island_runtime::proof::{ProofRun, profiles_for};
+use island_runtime::proof::profiles_for;
+use island_runtime::proof_run::ProofRun;
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::{Expect, registry};
 use libtest_mimic::{Failed, Trial};
@@ -108,7 +109,7 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
         census.crates.insert(krate.to_string(), c);
     }
     if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
-        let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
+        let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client().map_err(|e| e.to_string())?;
         let profile = island_runtime::device::profile(&device).ok_or("the Vulkan device has no profile")?;
         if profile.name.contains("llvmpipe") {
             let selected: BTreeSet<String> = registry::arms()

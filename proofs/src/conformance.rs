@@ -54,7 +54,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
                 let host = cpu()?;
                 match island_runtime::conformance::defaults(entry, &device, &host, &options) {
                     // A kernel the device is known to crash on is not launched: said, not passed.
-                    Some(run) if matches!(&run.verdict, island_runtime::proof::Verdict::Unproven { reason } if reason.contains(island_runtime::lowering::SHARED_MEMORY_ON_SPIRV)) => {
+                    Some(run) if matches!(&run.verdict, island_runtime::proof_run::Verdict::Unproven { reason } if reason.contains(island_runtime::lowering::SHARED_MEMORY_ON_SPIRV)) => {
                         Ok(libtest_mimic::Completion::ignored_with(run.detail().unwrap_or_default().to_string()))
                     }
                     Some(run) => crate::verdict(entry, &[run]),
@@ -115,12 +115,13 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
 
 fn divergence_scope(
     fixture: &'static island_runtime::registry::ArmEntry,
-    device: &crate::cubecl::prelude::Client,
-    options: &island_runtime::proof::ProofOptions,
+    device: &cubecl::prelude::Client,
+    options: &island_runtime::proof_run::ProofOptions,
 ) -> Result<(), Failed> {
-    use island_runtime::divergence::Divergence;
-    use island_runtime::proof::Verdict;
-    use island_runtime::value::Group;
+    use island_runtime::divergence::{Divergence, Of};
+    use island_runtime::inputs::Group;
+    use island_runtime::proof_run::Verdict;
+    use island_runtime::quirks::Quirk;
     let host = cpu()?;
     let run = island_runtime::conformance::conform(fixture, device, &host, options)
         .ok_or("the fixture has no proof signature")?;
@@ -135,14 +136,16 @@ fn divergence_scope(
     if !cubes.keys().any(|held| held.contains(&Group::Realistic)) {
         return Err(format!("the fixture differs only in {cubes:?}, not on realistic values").into());
     }
-    let record = |groups: &'static [Group]| Divergence {
-        backend: island_runtime::Backend::Vulkan,
-        device: "",
-        islands: &[],
-        groups,
-        cause: "a test record",
-        measured: "-",
+    let quirk = |groups: &'static [Group]| -> &'static Quirk {
+        Box::leak(Box::new(Quirk {
+            backend: island_runtime::Backend::Vulkan,
+            device: "",
+            groups,
+            cause: "a test record",
+            measured: "-",
+        }))
     };
+    let record = |groups: &'static [Group]| Divergence { of: Of::Native, quirk: quirk(groups), islands: &[] };
     let narrow =
         island_runtime::conformance::within_divergence(run.verdict.clone(), Some(&record(&[Group::Subnormals])), "");
     match &narrow {

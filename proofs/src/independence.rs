@@ -234,12 +234,12 @@ pub fn shared_program_trial(crates: &'static [&'static str]) -> libtest_mimic::T
 /// portable `default` exchanges: the two programs differ in how the source lane is computed.
 pub const TAUTOLOGICAL: &[(&str, &str)] = &[
     (
-        "island_intrinsics::checks::broadcast_w32#0::cuda|vulkan",
+        "island_intrinsics::plane::broadcast_w32#0::cuda|vulkan",
         "a shared-memory exchange on both sides; device evidence: native against emulation byte-equal on the H200 \
          under CUDA and NVIDIA's Vulkan driver (docs/results/h200/2026-12-01-policy/)",
     ),
     (
-        "island_intrinsics::checks::broadcast_w8#0::vulkan",
+        "island_intrinsics::plane::broadcast_w8#0::vulkan",
         "a shared-memory exchange on both sides; device evidence: native against emulation byte-equal on lavapipe, \
          in every CI run (conformance::vulkan)",
     ),

@@ -4,9 +4,9 @@
 //! and a record for every arm the device selects.
 
 use crate::cpu;
-use island_runtime::fingerprint::Fingerprint;
+use island_runtime::embedded;
 use island_runtime::gate::{self, GateOptions};
-use island_runtime::ledger::{self, Record};
+use island_runtime::record::Record;
 use island_runtime::registry;
 use island_runtime::runtimes::RuntimeName;
 use libtest_mimic::{Completion, Failed, Trial};
@@ -37,7 +37,7 @@ pub fn trials(crates: &'static [&'static str]) -> Vec<Trial> {
 /// error too: CI builds every generator.
 fn every_record_hashes_as_the_build(crates: &[&str]) -> Result<(), Failed> {
     let cpu = cpu()?;
-    let records = ledger::records().map_err(|e| e.to_string())?;
+    let records = embedded::records().map_err(|e| e.to_string())?;
     let ours: Vec<&Record> = records
         .iter()
         .filter(|r| {
@@ -80,9 +80,9 @@ fn every_record_hashes_as_the_build(crates: &[&str]) -> Result<(), Failed> {
 fn committed_records_are_current(crates: &[&str]) -> Result<Completion, Failed> {
     let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
     let cpu = cpu()?;
-    let here = Fingerprint::of_client(&device).ok_or("the Vulkan device has no fingerprint")?;
+    let here = island_runtime::Device::of(&device).fingerprint.clone().ok_or("the Vulkan device has no fingerprint")?;
     let ours = |island: &str| registry::arms().iter().any(|e| e.site.id == island && crates.contains(&e.krate));
-    let records: Vec<Record> = ledger::records()
+    let records: Vec<Record> = embedded::records()
         .map_err(|e| e.to_string())?
         .iter()
         .filter(|r| r.device == here && ours(&r.island))

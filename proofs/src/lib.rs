@@ -26,7 +26,8 @@ pub mod registry_scan;
 pub mod saturation;
 
 use island_runtime::ArmEntry;
-use island_runtime::proof::{self, ProofOptions, ProofRun, Verdict};
+use island_runtime::proof;
+use island_runtime::proof_run::{ProofOptions, ProofRun, Verdict};
 use island_runtime::registry;
 use island_runtime::runtimes::RuntimeName;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -35,10 +36,8 @@ use std::sync::{Arc, OnceLock};
 /// The CPU client every proof runs on, opened once.
 pub fn cpu() -> Result<cubecl::prelude::Client, String> {
     static CLIENT: OnceLock<Result<cubecl::prelude::Client, String>> = OnceLock::new();
-    CLIENT.get_or_init(|| RuntimeName::Cpu.client()).clone()
+    CLIENT.get_or_init(|| RuntimeName::Cpu.client().map_err(|e| e.to_string())).clone()
 }
-
-use island_runtime::__private::cubecl;
 
 /// Whether an unproven arm is reported as an ignored trial (`ISLANDS_ALLOW_UNPROVEN=1`) rather
 /// than a failure. Any other value than `0` or `1` is an error.
@@ -143,6 +142,25 @@ pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
         Trial::test("registry::unique_names", || {
             let dup = registry::duplicates();
             if dup.is_empty() { Ok(()) } else { Err(format!("registered more than once: {dup:?}").into()) }
+        })
+        .with_kind("registry"),
+        Trial::test("registry::divergences_name_registered_islands", || {
+            // A record whose island id no longer exists (a renamed or moved island) would stop
+            // declining it on its device without a word.
+            let ids: std::collections::BTreeSet<&str> = registry::arms().iter().map(|a| a.site.id).collect();
+            let stale: Vec<String> = island_runtime::divergence::all()
+                .flat_map(|d| d.islands.iter().map(move |i| (d, *i)))
+                .filter(|(_, i)| !ids.contains(i))
+                .map(|(d, i)| format!("{i} ({:?} on {})", d.of, d.quirk.device))
+                .collect();
+            let count = island_runtime::divergence::all().count();
+            if count == 0 {
+                Err("no divergence is registered: the crates that submit them are not linked".into())
+            } else if stale.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("divergences name islands that are not registered: {}", stale.join(", ")).into())
+            }
         })
         .with_kind("registry"),
     ];

@@ -4,8 +4,8 @@
 //! differ there in every other way and still be proven.
 
 use crate::cpu;
+use island_runtime::inputs::Group;
 use island_runtime::registry;
-use island_runtime::value::Group;
 use libtest_mimic::{Failed, Trial};
 
 /// The groups allowed to saturate: they are about NaNs and infinities, or hold arbitrary bits
@@ -16,7 +16,7 @@ pub const EXEMPT: &[Group] = &[Group::NaNs, Group::Infinities, Group::Arbitrary]
 /// all of them. Fixed, so the verdict does not rotate with the daily proof seed. One is enough:
 /// where a special sits in a group is fixed by the group's design, not drawn (`value.rs`), and
 /// the group whose specials are drawn (arbitrary bits) is exempt.
-pub const SEEDS: [u64; 1] = [island_runtime::proof::DEFAULT_SEED];
+pub const SEEDS: [u64; 1] = [island_runtime::proof_run::DEFAULT_SEED];
 
 /// One trial per island of `crates` (every crate when empty).
 pub fn trials(crates: &[&str]) -> Vec<Trial> {
@@ -28,7 +28,7 @@ pub fn trials(crates: &[&str]) -> Vec<Trial> {
                 let client = cpu()?;
                 let mut always: Option<Vec<(Group, String)>> = None;
                 for seed in SEEDS {
-                    let found = island_runtime::proof::saturated_groups(entry, &client, seed).map_err(Failed::from)?;
+                    let found = island_runtime::compare::saturated_groups(entry, &client, seed).map_err(Failed::from)?;
                     let found: Vec<_> = found.into_iter().filter(|(g, _)| !EXEMPT.contains(g)).collect();
                     always = Some(match always {
                         None => found,

@@ -6,7 +6,7 @@ use cubecl::prelude::*;
 use half::f16;
 use island_examples::testing::floats;
 use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
-use island_runtime::value::Rng;
+use island_runtime::inputs::Rng;
 use island_runtime::{Backend, Profile, Target};
 use libtest_mimic::{Failed, Trial};
 

@@ -4,12 +4,14 @@
 //! a stale flip is not taken; bad settings are errors; the gate declines a slow arm. (That the
 //! committed records are current is `proofs::ledger`, run for every crate.)
 
+use island_runtime::compare;
+use island_runtime::embedded;
+use island_runtime::embedded::LedgerError;
 use island_runtime::fingerprint::Fingerprint;
 use island_runtime::gate::{self, GateOptions};
-use island_runtime::ledger::{self, CodeHashes, ConformanceEvidence, Decision, LedgerError, ProofEvidence, Record};
 use island_runtime::lifted::ProofSpec;
 use island_runtime::policy::{self, ArmFacts, DeviceLedger, Policy};
-use island_runtime::proof;
+use island_runtime::record::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record};
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::target::DefaultReason;
 use island_runtime::{ArmEntry, Backend, Profile, Selection, Target, registry};
@@ -111,8 +113,8 @@ fn record(entry: &ArmEntry, decision: Decision) -> Record {
 fn output(entry: &'static ArmEntry, target: Target) -> Result<Vec<u8>, Failed> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return Err("the fixture has no proof kernel".into()) };
     let cpu = proofs::cpu()?;
-    let inputs = proof::recipe_inputs(lifted, 4, 7);
-    let args = proof::launch_args(&cpu, lifted, 4, &inputs, target, 0);
+    let inputs = compare::recipe_inputs(lifted, 4, 7);
+    let args = compare::launch_args(&cpu, lifted, 4, &inputs, target, 0);
     (lifted.launch)(&args);
     let out = args.buffers.last().ok_or("no output buffer")?.0.clone();
     Ok(island_runtime::readback::read(&cpu, out)?)
@@ -274,7 +276,7 @@ fn float_tensor_cores_on_sm80() -> Result<(), Failed> {
         profile,
         Policy::Trust,
         vec![],
-        &["checks::mma_f16#0", "gemm_f16::gemm_f16#0", "checks::mma_i8#0", "checks::dp4a#0"],
+        &["mma::mma_f16#0", "gemm_f16::gemm_f16#0", "mma::mma_i8#0", "dp4a::check#0"],
     )?;
     expect_default(&got[0], &["no record of this device"])?;
     expect_default(&got[1], &["no record of this device"])?;
@@ -299,11 +301,11 @@ fn float_plane_reductions_elsewhere() -> Result<(), Failed> {
         .find(|p| p.plane == 32)
         .ok_or("no 32-lane Vulkan reference profile")?;
     let ids = [
-        "checks::plane_sum_f32_w32#0",
-        "checks::plane_max_f32_w32#0",
+        "plane::plane_sum_f32_w32#0",
+        "plane::plane_max_f32_w32#0",
         "rows::row_sum#0",
-        "checks::plane_sum_i32_w32#0",
-        "checks::shuffle_xor_w32#0",
+        "plane::plane_sum_i32_w32#0",
+        "plane::shuffle_xor_w32#0",
     ];
     let got = selections(&device, profile, Policy::Trust, vec![], &ids)?;
     for s in &got[..3] {
@@ -316,7 +318,7 @@ fn float_plane_reductions_elsewhere() -> Result<(), Failed> {
 /// A declined record made under driver X declines the arm under driver Y of the same device,
 /// for an arm whose semantics alone would let it run.
 fn declines_survive_driver_updates() -> Result<(), Failed> {
-    let entry = arm("checks::dp4a#0")?;
+    let entry = arm("dp4a::check#0")?;
     let old = Record {
         island: entry.site.id.into(),
         arm: entry.spec().label.into(),
@@ -324,34 +326,34 @@ fn declines_survive_driver_updates() -> Result<(), Failed> {
     };
     let updated = Fingerprint { driver: "nvidia 590.10.01".into(), ..h200() };
     let profile = Profile::references(Backend::Cuda)[0];
-    let got = selections(&updated, profile, Policy::Trust, vec![old], &["checks::dp4a#0"])?;
+    let got = selections(&updated, profile, Policy::Trust, vec![old], &["dp4a::check#0"])?;
     expect_default(&got[0], &["under driver `nvidia 580.95.05`", "declined"])?;
     // Without the record the arm runs there: the record decided.
-    expect_arm(&selections(&updated, profile, Policy::Trust, vec![], &["checks::dp4a#0"])?[0])
+    expect_arm(&selections(&updated, profile, Policy::Trust, vec![], &["dp4a::check#0"])?[0])
 }
 
 /// The committed H200 records of the device-defined arms, with one hash changed, are stale: a
 /// launch on the H200 takes `default` and names the change; with the hashes as committed, it
 /// takes the arm.
 fn stale_flips_are_not_taken() -> Result<(), Failed> {
-    let committed = ledger::records().map_err(|e| e.to_string())?;
+    let committed = embedded::records().map_err(|e| e.to_string())?;
     let h200 = committed
         .iter()
-        .find(|r| r.island.ends_with("checks::plane_sum_f32_w32#0") && r.device.runtime == "cuda")
+        .find(|r| r.island.ends_with("plane::plane_sum_f32_w32#0") && r.device.runtime == "cuda")
         .ok_or("no committed CUDA record of plane_sum_f32_w32")?
         .clone();
     let profile = gate::hash_profile(&h200.device).ok_or("no profile for the H200's fingerprint")?;
     let tampered = Record { code: CodeHashes { arm: "0000000000000000".into(), ..h200.code.clone() }, ..h200.clone() };
     let device = h200.device.clone();
-    let got = selections(&device, profile, Policy::Trust, vec![tampered], &["checks::plane_sum_f32_w32#0"])?;
+    let got = selections(&device, profile, Policy::Trust, vec![tampered], &["plane::plane_sum_f32_w32#0"])?;
     expect_default(&got[0], &["stale", "the arm's code changed"])?;
-    expect_arm(&selections(&device, profile, Policy::Trust, vec![h200], &["checks::plane_sum_f32_w32#0"])?[0])
+    expect_arm(&selections(&device, profile, Policy::Trust, vec![h200], &["plane::plane_sum_f32_w32#0"])?[0])
 }
 
 /// Every committed flipped record of the H200 under CUDA selects its arm on that fingerprint:
 /// the policy takes measured evidence (and the records are current for this build).
 fn committed_flips_select() -> Result<(), Failed> {
-    let committed = ledger::records().map_err(|e| e.to_string())?;
+    let committed = embedded::records().map_err(|e| e.to_string())?;
     let cuda: Vec<Record> =
         committed.iter().filter(|r| r.device.runtime == "cuda" && r.device.device == "NVIDIA H200").cloned().collect();
     let device = cuda.first().ok_or("no committed H200 record")?.device.clone();
@@ -373,7 +375,7 @@ fn committed_flips_select() -> Result<(), Failed> {
 /// A ledger path that does not exist, and a file that is not a ledger, are errors naming them.
 fn bad_ledgers_are_errors() -> Result<(), Failed> {
     let missing = "/nonexistent/islands-ledger.json";
-    match ledger::load(Some(missing)) {
+    match embedded::load(Some(missing)) {
         Err(LedgerError::Unreadable { path, .. }) if path == missing => {}
         other => return Err(format!("a missing ledger file gave {other:?}").into()),
     }
@@ -381,7 +383,7 @@ fn bad_ledgers_are_errors() -> Result<(), Failed> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let bad = dir.join("ledger.json");
     std::fs::write(&bad, "{ not json").map_err(|e| e.to_string())?;
-    let result = ledger::load(Some(bad.to_str().unwrap_or_default()));
+    let result = embedded::load(Some(bad.to_str().unwrap_or_default()));
     let _ = std::fs::remove_dir_all(&dir);
     match result {
         Err(e @ LedgerError::Malformed { .. }) if e.to_string().contains("ledger.json") => Ok(()),

@@ -122,7 +122,7 @@ fn tokenizer() -> Result<(), Failed> {
 /// regime: NaN, ±∞, the overflow and underflow thresholds and their neighbours, the subnormal
 /// flush, zero of both signs, reduction boundaries `k·ln2 ± ½ulp`, and a sweep.
 fn exp_edges() -> Result<(), Failed> {
-    use island_runtime::__private::cubecl::prelude::*;
+    use cubecl::prelude::*;
     let client = proofs::cpu()?;
     let mut xs = vec![
         f32::NAN,

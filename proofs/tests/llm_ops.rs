@@ -17,8 +17,9 @@ use island_llm::quant::{QuantMatrix, QuantType};
 use island_llm::reference as r;
 use island_llm::weights::Config;
 use island_runtime::Contract;
+use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
-use island_runtime::value::{Rng, ValueKind};
+use island_runtime::value::ValueKind;
 use libtest_mimic::{Failed, Trial};
 
 const CONFIG: Config = Config {
@@ -36,7 +37,6 @@ const CONFIG: Config = Config {
 const SHAPE: AttnShape = AttnShape { heads: 9, kv_heads: 3, context: 64 };
 
 type Check = fn(&cubecl::prelude::Client) -> Result<(), Failed>;
-use island_runtime::__private::cubecl;
 
 pub fn trials() -> Vec<Trial> {
     let checks: [(&str, Check); 8] = [

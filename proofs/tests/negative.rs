@@ -319,7 +319,7 @@ fn tile_f16_accumulating_in_f16(a: &[half::f16], b: &[half::f16], c: &mut [f32])
 pub fn f16_accumulating_tile(a: &[half::f16], b: &[half::f16], c: &mut [f32], #[comptime] target: Target) {
     island! {
         proof(a: &[half::f16; 256], b: &[half::f16; 256], c: &mut [f32; 256]), cube_dim = 32,
-            contract = accumulation(32, "the f16 tile's contract, as in island_intrinsics::checks::mma_f16");
+            contract = accumulation(32, "the f16 tile's contract, as in island_intrinsics::mma::mma_f16");
         cuda if cmma(f16, f16, f32, 16, 16, 16) => tile_f16_accumulating_in_f16(a, b, c),
         default => mma::tile_f16::call(a, 16u32, b, 16u32, c, 16u32, 1u32, target),
     }

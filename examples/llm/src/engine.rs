@@ -272,7 +272,8 @@ impl Engine {
         self.norm(&sc.x, &self.output_norm, &sc.h);
         self.quantize(&sc.h, c.dim);
         self.matvec(&self.embedding, c.dim, &sc.logits);
-        let bytes = island_runtime::readback::read(client, sc.logits.clone()).map_err(LlmError::Runtime)?;
+        let bytes =
+            island_runtime::readback::read(client, sc.logits.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
         Ok(Some(f32::from_bytes(&bytes).to_vec()))
     }
 

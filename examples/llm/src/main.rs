@@ -117,7 +117,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         )));
     }
 
-    let client = args.runtime.client().map_err(LlmError::Runtime)?;
+    let client = args.runtime.client().map_err(|e| LlmError::Runtime(e.to_string()))?;
     let mut engine = Engine::new(&client, &model, args.context, None)?;
     println!(
         "model: {} ({} layers, dim {}, vocabulary {})",
@@ -156,7 +156,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     } else if let Some(other) = &args.compare {
         let theirs = match other.as_str() {
             "cpu" => {
-                let cpu = RuntimeName::Cpu.client().map_err(LlmError::Runtime)?;
+                let cpu = RuntimeName::Cpu.client().map_err(|e| LlmError::Runtime(e.to_string()))?;
                 let mut e = Engine::new(&cpu, &model, args.context, None)?;
                 generate::generate(&mut e, &prompt, args.tokens, stop, |_, _| {})?
             }

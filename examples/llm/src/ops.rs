@@ -32,7 +32,8 @@ impl<'a> Launch<'a> {
     }
 
     fn read(&self, h: &(Handle, usize)) -> Result<Vec<f32>, LlmError> {
-        let bytes = island_runtime::readback::read(self.client, h.0.clone()).map_err(LlmError::Runtime)?;
+        let bytes =
+            island_runtime::readback::read(self.client, h.0.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
         Ok(f32::from_bytes(&bytes)[..h.1].to_vec())
     }
 }

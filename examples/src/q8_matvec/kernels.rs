@@ -5,7 +5,9 @@ use crate::rows::{LANES, row_sum};
 use cubecl::prelude::*;
 use half::f16;
 use island_intrinsics::{dp4a, exact, plane, portable, stream};
+use island_runtime::divergence::{Divergence, Of};
 use island_runtime::prelude::*;
+use island_runtime::quirks;
 
 /// Values per quantization block.
 pub const BLOCK: usize = 32;
@@ -357,3 +359,30 @@ pub fn matvec_q8_0_direct(
 ) {
     matvec_body(wq, wd, xq, xd, y, config, comptime!(None::<Target>));
 }
+
+// Measured divergences of these islands on devices (`island_runtime::quirks`): conformance
+// declines the arm there, within the value groups measured, and launches take `default`.
+
+island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::NVIDIA_VULKAN_FLUSHES_SUBGROUP_SUBNORMALS,
+    islands: &[concat!(module_path!(), "::block_amax#0"),],
+});
+
+island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::LAVAPIPE_SUBGROUP_MAX_NANS_AND_ZEROS,
+    islands: &[concat!(module_path!(), "::block_amax#0"),],
+});
+
+island_runtime::divergence!(Divergence {
+    of: Of::Default,
+    quirk: &quirks::NVIDIA_VULKAN_FLUSHES_ARITHMETIC,
+    islands: &[concat!(module_path!(), "::block_amax#0"),],
+});
+
+island_runtime::divergence!(Divergence {
+    of: Of::Default,
+    quirk: &quirks::LAVAPIPE_MAX_RETURNS_NAN,
+    islands: &[concat!(module_path!(), "::block_amax#0"),],
+});

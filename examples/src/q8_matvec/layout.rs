@@ -1,8 +1,7 @@
 //! Q8_0 weights in the kernel's layout, and their import from GGUF `block_q8_0`.
 
 use super::kernels::BLOCK;
-use super::reference::quantize_block;
-use super::{ShapeError, check_shape};
+use crate::error::ShapeError;
 use half::f16;
 
 /// Q8_0 weights in the kernel's layout.
@@ -80,4 +79,27 @@ pub fn scale_index(rows: usize, per_row: usize, row: usize, block: usize) -> usi
 fn group_of(per_row: usize, block: usize) -> (usize, usize) {
     let group = block / 32;
     (group, 32.min(per_row - group * 32))
+}
+
+/// A Q8_0 matrix's shape error, if any: rows × cols with whole blocks per row.
+pub(crate) fn check_shape(rows: usize, cols: usize) -> Result<(), ShapeError> {
+    if rows == 0 || cols == 0 || !cols.is_multiple_of(BLOCK) {
+        return Err(ShapeError(format!(
+            "Q8_0 needs a non-empty matrix whose row length is a multiple of {BLOCK}; got {rows}×{cols}"
+        )));
+    }
+    Ok(())
+}
+
+/// llama.cpp's block quantization: `d = amax / 127`, `q = roundf(x / d)` (0 when amax is 0).
+pub fn quantize_block(x: &[f32]) -> (f32, [i8; BLOCK]) {
+    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let mut q = [0i8; BLOCK];
+    if amax != 0.0 {
+        for (qi, &xi) in q.iter_mut().zip(x) {
+            *qi = (xi / d).round() as i8;
+        }
+    }
+    (d, q)
 }

@@ -35,15 +35,7 @@ use crate::rows::LANES;
 use cubecl::prelude::*;
 use half::f16;
 use island_runtime::Target;
-
-pub(crate) fn check_shape(rows: usize, cols: usize) -> Result<(), ShapeError> {
-    if rows == 0 || cols == 0 || !cols.is_multiple_of(BLOCK) {
-        return Err(ShapeError(format!(
-            "Q8_0 needs a non-empty matrix whose row length is a multiple of {BLOCK}; got {rows}×{cols}"
-        )));
-    }
-    Ok(())
-}
+use layout::check_shape;
 
 /// How a matvec launch is shaped, chosen per device: on a GPU 16 rows per cube and 2 groups per
 /// pipeline stage (the fastest of the shapes measured in `docs/perf.md`;
@@ -208,14 +200,14 @@ impl Problem {
     /// Reads the quantized activations back: the packed words and the block scales the last
     /// [`quantize`](Self::quantize) left (what [`quantize_activations`] computes).
     pub fn activations(&self, client: &Client) -> Result<(Vec<i32>, Vec<f32>), String> {
-        let xq = island_runtime::readback::read(client, self.xq.clone())?;
-        let xd = island_runtime::readback::read(client, self.xd.clone())?;
+        let xq = island_runtime::readback::read(client, self.xq.clone()).map_err(|e| e.to_string())?;
+        let xd = island_runtime::readback::read(client, self.xd.clone()).map_err(|e| e.to_string())?;
         Ok((i32::from_bytes(&xq).to_vec(), f32::from_bytes(&xd).to_vec()))
     }
 
     /// Reads `y` back.
     pub fn output(&self, client: &Client) -> Result<Vec<f32>, String> {
-        let bytes = island_runtime::readback::read(client, self.y.clone())?;
+        let bytes = island_runtime::readback::read(client, self.y.clone()).map_err(|e| e.to_string())?;
         Ok(f32::from_bytes(&bytes).to_vec())
     }
 }

@@ -2,21 +2,8 @@
 //! `default` arms.
 
 use super::kernels::BLOCK;
-use super::layout::{Q8Weights, scale_index, word_index};
+use super::layout::{Q8Weights, quantize_block, scale_index, word_index};
 use crate::rows::{LANES, pairwise_sum};
-
-/// llama.cpp's block quantization: `d = amax / 127`, `q = roundf(x / d)` (0 when amax is 0).
-pub fn quantize_block(x: &[f32]) -> (f32, [i8; BLOCK]) {
-    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let d = amax / 127.0;
-    let mut q = [0i8; BLOCK];
-    if amax != 0.0 {
-        for (qi, &xi) in q.iter_mut().zip(x) {
-            *qi = (xi / d).round() as i8;
-        }
-    }
-    (d, q)
-}
 
 /// The quantized activations as the quantizer leaves them: four values packed per word
 /// (little-endian bytes), eight words a block, and each block's scale.

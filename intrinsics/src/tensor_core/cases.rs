@@ -9,7 +9,7 @@
 //! of that class), where the sign of a zero result shows.
 
 use super::Format;
-use island_runtime::value::Rng;
+use island_runtime::inputs::Rng;
 
 /// The classes, in the order [`tile`] takes them.
 pub const CLASSES: &[&str] = &[

@@ -1,6 +1,7 @@
 //! The measured arithmetic of a tensor core's float MMA: how one instruction adds the products
 //! of its `k` step to the f32 accumulator. Plain Rust, the reference a device is compared with
-//! (`islands tensor-core`); [`crate::mma`] emulates the same model in CubeCL for the CPU, and
+//! (`islands tensor-core`); [`emulation`] computes the same model in CubeCL for `crate::mma`'s
+//! emulation, and
 //! [`crate::portable::tile_f16_fused`] defines it portably for every backend.
 //!
 //! # The model of sm_90 (H100, H200), `HMMA.16816.F32` with f16 or bf16 inputs
@@ -29,6 +30,7 @@
 //! per format of that run (`docs/results/h200/tensor-core.txt`, `docs/design.md` §10).
 
 pub mod cases;
+pub mod emulation;
 pub mod tiles;
 
 /// The input format of a float MMA.

@@ -6,18 +6,23 @@
 //! multiply, and add with 32-bit wrap-around. Integer addition modulo 2³² is associative, so
 //! the emulation is exact whatever order the hardware adds in.
 
+use cubecl::prelude::*;
+use island_portable as portable;
 use island_runtime::intrinsic;
+use island_runtime::prelude::*;
 
-/// `dp4a::call(a, b, c, target)`: `c + Σ a[i]·b[i]` over the four signed bytes of `a` and `b`
-/// (byte 0 = least significant), wrapping at 32 bits.
+pub use definition::{call, emulate, native, reference};
+
+/// The intrinsic; `dp4a::call(a, b, c, target)`: `c + Σ a[i]·b[i]` over the four signed bytes of
+/// `a` and `b` (byte 0 = least significant), wrapping at 32 bits.
 #[intrinsic(
     name = "dp4a",
     semantics = defined,
     summary = "c + Σ a[i]·b[i] over four packed signed bytes, wrapping i32",
-    check = crate::checks::dp4a,
+    check = crate::dp4a::check,
     lowerings(cuda if dp4a => "__dp4a(" sass "IDP.4A", vulkan if dp4a => "OpSDot"),
 )]
-pub mod dp4a {
+mod definition {
     use cubecl::prelude::*;
 
     /// Native on CUDA (`__dp4a`) and Vulkan (`OpSDot`): CubeCL's `dp4a`.
@@ -45,5 +50,18 @@ pub mod dp4a {
     pub fn reference(a: i32, b: i32, c: i32) -> i32 {
         let (a, b) = (a.to_le_bytes(), b.to_le_bytes());
         (0..4).fold(c, |acc, i| acc.wrapping_add(a[i] as i8 as i32 * b[i] as i8 as i32))
+    }
+}
+
+// The checks: islands whose accelerated arm calls this file's intrinsics and whose `default`
+// computes the same function another way (proven on the CPU, compared natively on devices).
+
+#[islands]
+#[cube]
+pub fn check(a: i32, b: i32, c: i32, #[comptime] target: Target) -> i32 {
+    island! {
+        proof(a: i32, b: i32, c: i32) -> i32;
+        cuda | vulkan if dp4a => call(a, b, c, target),
+        default => portable::dot4_i8(a, b, c),
     }
 }
