@@ -51,10 +51,7 @@ pub fn intrinsic(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// The islands of a function marked `#[islands]`, in source order: `&'static [&'static Site]`.
 /// With `Target::explain`, it answers which arm each island takes on a target, and why:
-///
-/// ```ignore
-/// let selection = target.explain(sites_of!(crate::rows::row_sum)[0]);
-/// ```
+/// `target.explain(sites_of!(row_sum)[0])` (`examples/src/rows.rs`).
 #[proc_macro]
 pub fn sites_of(input: TokenStream) -> TokenStream {
     match syn::parse::<syn::Path>(input) {

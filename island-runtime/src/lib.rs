@@ -1,23 +1,9 @@
 //! The islands SDK: per-backend intrinsics inside portable CubeCL kernels, proven equal to a
 //! normative `default` on the CPU.
 //!
-//! ```ignore
-//! use cubecl::prelude::*;
-//! use island_runtime::prelude::*;
-//!
-//! #[islands]
-//! #[cube(launch)]
-//! fn dot(a: &[i32], b: &[i32], out: &mut [i32]) {
-//!     let i = ABSOLUTE_POS;
-//!     out[i] = island! {
-//!         proof(x: i32, y: i32) -> i32;
-//!         cuda | vulkan if dp4a => island_intrinsics::dp4a::call(x, y, 0i32, target),
-//!         default => island_intrinsics::portable::dot4_i8(x, y, 0i32),
-//!     };
-//! }
-//! ```
-//!
-//! See `docs/` for the design, the proof model and how to package an intrinsic.
+//! A kernel with an island is the README's first example; `ui-tests/tests/pass/expression.rs`
+//! compiles it against this crate. See `docs/` for the design, the proof model and how to package
+//! an intrinsic.
 
 pub mod bench;
 pub mod canonical;

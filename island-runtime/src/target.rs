@@ -162,11 +162,8 @@ impl Target {
     }
 
     /// Which arm of `site` this tag takes, and why. The sites of a function come from
-    /// [`sites_of!`](crate::sites_of):
-    ///
-    /// ```ignore
-    /// let selection = target.explain(sites_of!(crate::rows::row_sum)[0]);
-    /// ```
+    /// [`sites_of!`](crate::sites_of): `target.explain(sites_of!(row_sum)[0])`, as
+    /// `examples/src/rows.rs` asks before a launch.
     pub fn explain(&self, site: &Site) -> Selection {
         let Some(profile) = &self.arms else {
             return Selection::Default(DefaultReason::NoAcceleration);

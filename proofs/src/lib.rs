@@ -9,13 +9,9 @@
 //! name = "islands"
 //! harness = false
 //! ```
-//! ```ignore
-//! // tests/islands.rs
-//! use my_kernels as _; // link the crate, so its registrations are seen
-//! fn main() {
-//!     proofs::main(env!("CARGO_PKG_NAME"), concat!(env!("CARGO_MANIFEST_DIR"), "/src").to_string())
-//! }
-//! ```
+//!
+//! and, in that target's file, a `use` of the crate (so that its registrations are linked) and
+//! [`harness!`]: `examples/vendor-byteperm/tests/islands.rs` is one, built by `cargo test`.
 
 pub mod census;
 pub mod conformance;
@@ -277,13 +273,9 @@ pub fn run(mut trials: Vec<Trial>) -> ! {
 pub const MODEL: &str = "model";
 
 /// The `main` of a crate's proofs test target (`harness = false`): [`main`] for the calling
-/// crate's package and its `src/`.
-///
-/// ```ignore
-/// // tests/islands.rs
-/// use my_kernels as _; // link the crate, so its registrations are seen
-/// proofs::harness!();
-/// ```
+/// crate's package and its `src/`. A test target is two lines, a `use` of the crate (so that
+/// its registrations are linked) and `islands::proofs::harness!();`: see
+/// `examples/vendor-byteperm/tests/islands.rs`, which `cargo test` builds.
 #[macro_export]
 macro_rules! harness {
     () => {

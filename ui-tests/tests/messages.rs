@@ -152,6 +152,53 @@ fn the_design_map_names_files_that_exist() {
     assert!(unnamed.is_empty(), "docs/design.md's map does not name these source files: {unnamed:?}");
 }
 
+/// The Rust code blocks of the docs are compiled: either the quick-start crate's own code (built
+/// by `tests/quickstart.rs`) or, when a block's first line names a file (`// examples/…/lib.rs`),
+/// an excerpt of that file, line for line and in order, so that the docs cannot drift from code
+/// the workspace builds. No block is marked `ignore`.
+#[test]
+fn the_docs_code_blocks_are_compiled_code() {
+    let mut checked = 0;
+    let mut docs: Vec<std::path::PathBuf> = vec![root().join("README.md")];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            docs.push(path);
+        }
+    }
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let name = doc.strip_prefix(root()).unwrap().display().to_string();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let fence = line.trim_start();
+            if !fence.starts_with("```rust") {
+                continue;
+            }
+            assert_eq!(fence, "```rust", "{name}: a code block marked `{fence}`; compile it or name the file it shows");
+            let block: Vec<&str> = lines.by_ref().take_while(|l| l.trim_start() != "```").collect();
+            let Some(source) = block.first().and_then(|l| l.strip_prefix("// ")).map(|l| l.split(':').next().unwrap())
+            else {
+                continue;
+            };
+            let path = root().join(source);
+            if !source.contains('/') || !path.exists() {
+                continue;
+            }
+            let file = std::fs::read_to_string(&path).unwrap();
+            let mut rest = file.lines();
+            for shown in block[1..].iter().filter(|l| !l.trim().is_empty()) {
+                assert!(
+                    rest.any(|l| l == *shown),
+                    "{name}: the excerpt of `{source}` shows a line the file does not hold (in this order): {shown:?}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "only {checked} excerpts were checked");
+}
+
 /// The `.rs` files in `dir` (and below it, with `deep`).
 fn rust_files(dir: &std::path::Path, deep: bool, out: &mut Vec<std::path::PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
