@@ -24,6 +24,7 @@ mod conform;
 mod error;
 mod example;
 mod gate;
+mod incumbent;
 mod intrinsics;
 mod list;
 mod lower;
@@ -79,6 +80,10 @@ enum Command {
     TensorCore(tensor_core::Args),
     /// Runs an example kernel on a runtime and checks it byte for byte against the CPU.
     Example(example::Args),
+    /// A cell at the kernel level: the island kernel, it forced to `default`, and hand-written
+    /// incumbents on the same device and buffers, bit for bit against the normative result and
+    /// timed side by side; says whether the cell flips, is declined or fails.
+    Incumbent(incumbent::Args),
 }
 
 fn main() -> ExitCode {
@@ -114,5 +119,6 @@ fn dispatch(command: Command) -> Result<Outcome, CliError> {
         Command::Probe(args) => probe::run(args),
         Command::TensorCore(args) => tensor_core::run(args),
         Command::Example(args) => example::run(args),
+        Command::Incumbent(args) => incumbent::run(args),
     }
 }

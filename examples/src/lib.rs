@@ -18,6 +18,7 @@ pub mod error;
 pub mod gemm_f16;
 pub mod gemm_i8;
 pub mod gemm_i8_mma;
+pub mod incumbents;
 pub mod machine_code;
 pub mod q8_matvec;
 pub mod rmsnorm;

@@ -16,6 +16,7 @@ pub mod embedded;
 pub mod emulation;
 pub mod evidence;
 pub mod fingerprint;
+pub mod foreign;
 pub mod gate;
 pub mod hash;
 pub mod inputs;
