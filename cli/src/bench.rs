@@ -162,7 +162,7 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
         println!("    (no graph replay: {})", e.lines().next().unwrap_or_default());
     }
     let names: Vec<&str> = variants.iter().map(|(n, _)| *n).collect();
-    let times = side_by_side(client, o.rounds, o.iters, &mut variants)?;
+    let times = side_by_side(client, o.rounds, o.iters, &mut variants).map_err(|e| e.to_string())?;
     let weight_bytes = m * k + m * k / 32 * 2;
     let read_bytes = weight_bytes + k * 4;
     println!(
@@ -194,11 +194,11 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
     }
 
     p.launch(client, Some(native)).map_err(|e| e.to_string())?;
-    let y_island = p.output(client)?;
+    let y_island = p.output(client).map_err(|e| e.to_string())?;
     p.launch(client, Some(default)).map_err(|e| e.to_string())?;
-    let y_default = p.output(client)?;
+    let y_default = p.output(client).map_err(|e| e.to_string())?;
     p.launch_direct(client);
-    let y_direct = p.output(client)?;
+    let y_direct = p.output(client).map_err(|e| e.to_string())?;
     let reference = q8_matvec::reference(&weights, &x);
     let cpu_rows = 8.min(m);
     // The first rows alone, laid out for a matrix of that many rows.
@@ -206,7 +206,7 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
         .map_err(|e| e.to_string())?;
     let cpu_p = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
     cpu_p.launch(cpu, None).map_err(|e| e.to_string())?;
-    let y_cpu = cpu_p.output(cpu)?;
+    let y_cpu = cpu_p.output(cpu).map_err(|e| e.to_string())?;
     let mut ok = check(
         &format!("island vs CPU runtime `default` (first {cpu_rows} rows)"),
         &bits(&y_island[..cpu_rows]),
@@ -256,7 +256,8 @@ fn rms(
     unsafe { rmsnorm::launch(client, &xh, &wh, &yh, (rows, cols), eps, native) }.map_err(|e| e.to_string())?;
     let mut island = || drop(unsafe { rmsnorm::launch(client, &xh, &wh, &yh, (rows, cols), eps, native) });
     let mut copy = || unsafe { rmsnorm::launch_copy(client, &xh, &copy_out, rows * cols) };
-    let times = side_by_side(client, o.rounds, o.iters, &mut [("rmsnorm", &mut island), ("copy", &mut copy)])?;
+    let times = side_by_side(client, o.rounds, o.iters, &mut [("rmsnorm", &mut island), ("copy", &mut copy)])
+        .map_err(|e| e.to_string())?;
     let bytes = (2 * rows * cols + cols) * 4;
     println!("\nRMSNorm {rows}×{cols} f32 (reads x and w, writes y: {:.1} MB)", bytes as f64 / 1e6);
     println!(
@@ -335,7 +336,8 @@ fn gemm(
     let mut cmma = || unsafe { gemm_i8::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
     let mut mma = || unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &dh), (m, k, n), native) };
     let iters = (o.iters / 20).max(3);
-    let times = side_by_side(client, o.rounds, iters, &mut [("cmma", &mut cmma), ("mma.sync", &mut mma)])?;
+    let times = side_by_side(client, o.rounds, iters, &mut [("cmma", &mut cmma), ("mma.sync", &mut mma)])
+        .map_err(|e| e.to_string())?;
     let flops = 2.0 * (m * n * k) as f64;
     let tops = |t_us: f64| flops / t_us / 1e6;
     println!("\nint8 GEMM {m}×{k}×{n} (i32 out)");

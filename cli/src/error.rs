@@ -34,6 +34,9 @@ pub enum CliError {
     /// A proof setting of the environment does not parse.
     #[error(transparent)]
     Setting(#[from] island_runtime::proof_run::SettingError),
+    /// The device failed while kernels were timed.
+    #[error(transparent)]
+    Sync(#[from] island_runtime::bench::SyncError),
 }
 
 impl From<String> for CliError {

@@ -121,10 +121,10 @@ fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) 
 
     let t = Instant::now();
     problem.launch(client, None).map_err(|e| e.to_string())?;
-    let native = problem.output(client)?;
+    let native = problem.output(client).map_err(|e| e.to_string())?;
     println!("  native arms: {:.1} ms (with compilation)", t.elapsed().as_secs_f64() * 1e3);
     let device_default = match problem.launch(client, Some(Target::default_arms(client))) {
-        Ok(()) => Some(problem.output(client)?),
+        Ok(()) => Some(problem.output(client).map_err(|e| e.to_string())?),
         Err(e) => {
             println!("  device `default`: could not run: {e}");
             None
@@ -139,7 +139,7 @@ fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) 
             .map_err(|e| e.to_string())?;
     let cpu_problem = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
     cpu_problem.launch(cpu, None).map_err(|e| e.to_string())?;
-    let cpu_default = cpu_problem.output(cpu)?;
+    let cpu_default = cpu_problem.output(cpu).map_err(|e| e.to_string())?;
 
     ok &= same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_rows], &cpu_default, f32_bits);
     ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, f32_bits);

@@ -42,7 +42,7 @@ pub fn side_by_side(
     rounds: usize,
     iters: usize,
     variants: &mut [(&str, &mut dyn FnMut())],
-) -> Result<Vec<Duration>, String> {
+) -> Result<Vec<Duration>, SyncError> {
     Ok(side_by_side_samples(client, rounds, iters, variants)?
         .into_iter()
         .map(|mut s| {
@@ -59,7 +59,7 @@ pub fn side_by_side_samples(
     rounds: usize,
     iters: usize,
     variants: &mut [(&str, &mut dyn FnMut())],
-) -> Result<Vec<Vec<Duration>>, String> {
+) -> Result<Vec<Vec<Duration>>, SyncError> {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
     for round in 0..rounds {
         // Forward in even rounds, backward in odd ones, so that no variant always runs first
@@ -67,7 +67,7 @@ pub fn side_by_side_samples(
         let order: Vec<usize> =
             if round % 2 == 0 { (0..variants.len()).collect() } else { (0..variants.len()).rev().collect() };
         for i in order {
-            samples[i].push(time_per_call(client, 3, iters, &mut *variants[i].1).map_err(|e| e.to_string())?);
+            samples[i].push(time_per_call(client, 3, iters, &mut *variants[i].1)?);
         }
     }
     Ok(samples)

@@ -53,7 +53,12 @@ pub fn stale(entry: &'static ArmEntry, record: &Record, host: &Client) -> Option
     let hashes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         crate::gate::code_hashes(entry, &record.device, host)
     }))
-    .unwrap_or_else(|p| Err(format!("the code generator panicked: {}", crate::readback::panic_text(&p))));
+    .unwrap_or_else(|p| {
+        Err(crate::lowering::LoweringError::Generator(format!(
+            "the code generator panicked: {}",
+            crate::readback::panic_text(&p)
+        )))
+    });
     match hashes {
         Err(e) => Some(format!("its code hashes cannot be computed by this build ({e})")),
         Ok(now) => record

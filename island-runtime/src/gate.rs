@@ -18,7 +18,7 @@
 
 use crate::fingerprint::Fingerprint;
 use crate::lifted::{self, ProofSpec};
-use crate::lowering::{self, Codegen, Which};
+use crate::lowering::{self, Codegen, LoweringError, Which};
 use crate::proof;
 use crate::proof_run::{ProofOptions, ProofRun, Verdict};
 use crate::readback::panic_text;
@@ -87,21 +87,26 @@ fn backend_of(runtime: &str) -> Option<Backend> {
 }
 
 /// The code hashes of `entry`'s arm and `default` for `device` (`host` lends buffers; nothing runs).
-pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client) -> Result<CodeHashes, String> {
-    let ProofSpec::Lifted(lifted) = &entry.proof else { return Err("the island has no proof signature".into()) };
-    let profile =
-        hash_profile(device).ok_or_else(|| format!("`{}` is no runtime islands has arms for", device.runtime))?;
+pub fn code_hashes(entry: &'static ArmEntry, device: &Fingerprint, host: &Client) -> Result<CodeHashes, LoweringError> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return Err(LoweringError::NoProofSignature(entry.name())) };
+    let profile = hash_profile(device).ok_or(LoweringError::NotADevice)?;
     Ok(CodeHashes {
         codegen: Codegen::of(profile.backend).name().to_string(),
-        arm: code_hash(&crate::canonical::canonical(
-            &lowering::source(entry, lifted, &profile, Which::Arm, host).map_err(|e| e.to_string())?,
-        )),
-        default: code_hash(&crate::canonical::canonical(
-            &lowering::source(entry, lifted, &profile, Which::Default, host).map_err(|e| e.to_string())?,
-        )),
-        emulation: code_hash(&crate::canonical::canonical(
-            &lowering::source(entry, lifted, &profile, Which::Emulated, host).map_err(|e| e.to_string())?,
-        )),
+        arm: code_hash(&crate::canonical::canonical(&lowering::source(entry, lifted, &profile, Which::Arm, host)?)),
+        default: code_hash(&crate::canonical::canonical(&lowering::source(
+            entry,
+            lifted,
+            &profile,
+            Which::Default,
+            host,
+        )?)),
+        emulation: code_hash(&crate::canonical::canonical(&lowering::source(
+            entry,
+            lifted,
+            &profile,
+            Which::Emulated,
+            host,
+        )?)),
     })
 }
 
@@ -326,7 +331,8 @@ fn time(
                 &mut [("arm", &mut || (lifted.launch)(&arm_args)), ("default", &mut || (lifted.launch)(&default_args))],
             )
         }))
-        .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))??;
+        .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))?
+        .map_err(|e| e.to_string())?;
         for (a, d) in measured[0].iter().zip(&measured[1]) {
             ratios.push(d.as_secs_f64() / a.as_secs_f64().max(1e-12));
             arm_times.push(a.as_secs_f64() * 1e6);

@@ -69,15 +69,22 @@ pub fn trace<R>(expand: impl FnOnce() -> R) -> (R, Vec<NativeUse>) {
 
 /// The native lowerings `entry`'s arm takes on a device of `profile` (its lifted kernel
 /// expanded for that profile, natively; `host` lends buffers, nothing runs).
-pub fn native_uses(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Result<Vec<NativeUse>, String> {
+pub fn native_uses(
+    entry: &'static ArmEntry,
+    profile: &Profile,
+    host: &Client,
+) -> Result<Vec<NativeUse>, crate::lowering::LoweringError> {
+    use crate::lowering::LoweringError;
     let ProofSpec::Lifted(lifted) = &entry.proof else {
-        return Err(format!("{} has no proof signature, so nothing shows what it lowers", entry.name()));
+        return Err(LoweringError::NoProofSignature(entry.name()));
     };
     let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
     let target = Target::from_parts(Some(*profile), exec).only(entry.site.id);
     let expand = || crate::lowering::define(lifted, target, Arc::new(crate::lowering::properties(profile)), host);
     let (definition, uses) = trace(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(expand)));
-    definition.map_err(|p| format!("its expansion panicked: {}", crate::readback::panic_text(&p)))??;
+    definition
+        .map_err(|p| LoweringError::Generator(format!("its expansion panicked: {}", crate::readback::panic_text(&p))))?
+        .map_err(LoweringError::Generator)?;
     Ok(uses)
 }
 

@@ -35,6 +35,7 @@ use crate::rows::LANES;
 use cubecl::prelude::*;
 use half::f16;
 use island_runtime::Target;
+use island_runtime::readback::ReadError;
 use layout::check_shape;
 
 /// How a matvec launch is shaped, chosen per device: on a GPU 16 rows per cube and 2 groups per
@@ -199,15 +200,15 @@ impl Problem {
 
     /// Reads the quantized activations back: the packed words and the block scales the last
     /// [`quantize`](Self::quantize) left (what [`quantize_activations`] computes).
-    pub fn activations(&self, client: &Client) -> Result<(Vec<i32>, Vec<f32>), String> {
-        let xq = island_runtime::readback::read(client, self.xq.clone()).map_err(|e| e.to_string())?;
-        let xd = island_runtime::readback::read(client, self.xd.clone()).map_err(|e| e.to_string())?;
+    pub fn activations(&self, client: &Client) -> Result<(Vec<i32>, Vec<f32>), ReadError> {
+        let xq = island_runtime::readback::read(client, self.xq.clone())?;
+        let xd = island_runtime::readback::read(client, self.xd.clone())?;
         Ok((i32::from_bytes(&xq).to_vec(), f32::from_bytes(&xd).to_vec()))
     }
 
     /// Reads `y` back.
-    pub fn output(&self, client: &Client) -> Result<Vec<f32>, String> {
-        let bytes = island_runtime::readback::read(client, self.y.clone()).map_err(|e| e.to_string())?;
+    pub fn output(&self, client: &Client) -> Result<Vec<f32>, ReadError> {
+        let bytes = island_runtime::readback::read(client, self.y.clone())?;
         Ok(f32::from_bytes(&bytes).to_vec())
     }
 }
