@@ -13,9 +13,10 @@ use crate::error::{CliError, Outcome};
 use cubecl::prelude::*;
 use island_examples::incumbents;
 use island_examples::rmsnorm;
-use island_runtime::Target;
+use island_examples::testing::floats;
 use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
+use island_runtime::{Target, ValueKind};
 use std::time::Duration;
 
 /// The cells this command knows.
@@ -57,21 +58,10 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
 }
 
 /// How far `got` is from `want`, bit for bit: the count of differing values and the largest
-/// distance in ulps (f32 bit patterns, ordered).
+/// distance in ulps.
 fn distance(got: &[f32], want: &[f32]) -> (usize, u64) {
-    let ordered = |v: f32| {
-        let b = v.to_bits() as i64;
-        if b < 0x8000_0000 { b } else { 0x8000_0000 - b }
-    };
-    let mut differ = 0;
-    let mut max = 0u64;
-    for (g, w) in got.iter().zip(want) {
-        if g.to_bits() != w.to_bits() {
-            differ += 1;
-            max = max.max(ordered(*g).abs_diff(ordered(*w)));
-        }
-    }
-    (differ, max)
+    let pairs = got.iter().zip(want).map(|(g, w)| (g.to_bits() as u64, w.to_bits() as u64)).filter(|(g, w)| g != w);
+    pairs.fold((0, 0), |(n, max), (g, w)| (n + 1, max.max(ValueKind::F32.ulp_distance(g, w))))
 }
 
 fn median(mut s: Vec<Duration>) -> (Duration, Duration, Duration) {
@@ -82,9 +72,6 @@ fn median(mut s: Vec<Duration>) -> (Duration, Duration, Duration) {
 fn rms(device: &Client, cpu: &Client, args: &Args) -> Result<Outcome, CliError> {
     let (rows, cols, eps) = (args.rows, args.cols, 1e-6f32);
     let mut rng = Rng::new(0x5_0_0_5);
-    let floats = |n: usize, rng: &mut Rng| -> Vec<f32> {
-        (0..n).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0).collect()
-    };
     let x = floats(rows * cols, &mut rng);
     let w = floats(cols, &mut rng);
     rmsnorm::check(rows, cols, &x, &w).map_err(|e| e.to_string())?;

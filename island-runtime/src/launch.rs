@@ -41,17 +41,18 @@ impl Target {
     }
 }
 
-/// The ledger view of the device behind `client`, built once per device and process.
+/// The ledger view of the device behind `client`, built once per device and process (keyed by
+/// the device's view, which `Device::of` builds once).
 fn view(client: &Client, profile: Profile, settings: &Settings) -> Option<&'static DeviceLedger> {
-    type Seen = Vec<((&'static str, String, String), Option<&'static DeviceLedger>)>;
+    type Seen = Vec<(usize, Option<&'static DeviceLedger>)>;
     static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
-    let props = client.properties();
-    let key = (client.name(), props.identity.name.clone(), props.identity.fingerprint.clone());
+    let device = crate::device::Device::of(client);
+    let key = std::ptr::from_ref(device) as usize;
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, view)) = seen.iter().find(|(k, _)| *k == key) {
         return *view;
     }
-    let view = crate::device::Device::of(client).fingerprint.clone().map(|device| {
+    let view = device.fingerprint.clone().map(|device| {
         let records: Vec<_> = settings.records.iter().filter(|r| r.device.same_device(&device)).cloned().collect();
         let facts = crate::evidence::facts(&device, &profile, &records, client);
         let unproven = facts.iter().filter(|(_, f)| f.needs_device_evidence.is_some()).count();
