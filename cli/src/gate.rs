@@ -4,6 +4,9 @@
 use crate::error::{CliError, Outcome};
 use crate::table::print_table;
 use cubecl::prelude::Client;
+use island_runtime::cell;
+use island_runtime::cell_gate::{self, CellOptions};
+use island_runtime::cell_record::{CellDecision, CellRecord};
 use island_runtime::embedded;
 use island_runtime::gate::{self, GateOptions};
 use island_runtime::ledger::Ledger;
@@ -13,7 +16,7 @@ use island_runtime::record::{Decision, Record};
 use island_runtime::registry;
 use island_runtime::runtimes::RuntimeName;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,13 +41,27 @@ pub struct Args {
     /// Only the bit-exact half (timings on a shared or tiny machine mean nothing).
     #[arg(long)]
     bit_exact_only: bool,
-    /// Only arms whose name contains this.
+    /// Gate the cells of "verify, then delete" at the kernel level instead of the arms: every
+    /// registered op's twin, the twin forced to `default` and every incumbent of the device, at
+    /// the op's shapes (`island_runtime::cell_gate`).
+    #[arg(long)]
+    ops: bool,
+    /// With `--ops`: only shapes of at most this many values (rows × cols).
+    #[arg(long, requires = "ops")]
+    max_values: Option<usize>,
+    /// Only arms (with `--ops`: cells) whose name contains this.
     filter: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<Outcome, CliError> {
-    let Args { runtime, write, threshold, lanes, dispatches, rounds, bit_exact_only, filter } = args;
+    let Args { runtime, write, threshold, lanes, dispatches, rounds, bit_exact_only, ops, max_values, filter } = args;
     let proof = ProofOptions::from_env()?;
+    if ops {
+        let cells = CellOptions { seed: proof.seed, threshold, dispatches, rounds, speed: !bit_exact_only, max_values };
+        let device = runtime.client()?;
+        let cpu = RuntimeName::Cpu.client()?;
+        return Ok(run_ops(&device, &cpu, &cells, write.as_deref(), filter.as_deref())?.into());
+    }
     let gate = GateOptions { proof, threshold, lanes, dispatches, rounds, speed: !bit_exact_only };
     let options = Options { gate, write_dir: write, filter };
     let device = runtime.client()?;
@@ -104,17 +121,7 @@ pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, 
         ledger.upsert(record);
     }
     print_table(&["island", "arm", "decision", "arm µs", "default µs", "speedup", "instructions", "note"], &rows);
-    if let Some(dir) = &options.write_dir {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    for (krate, (path, ledger)) in &ledgers {
-        let path = match &options.write_dir {
-            Some(dir) => dir.join(format!("{krate}.json")),
-            None => path.clone(),
-        };
-        std::fs::write(&path, ledger.to_text()).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("ledger of {krate}: {} records → {}", ledger.records.len(), path.display());
-    }
+    write_ledgers(&ledgers, options.write_dir.as_deref())?;
     println!("\n{} arms gated on {fingerprint}: {failed} not bit-exact", rows.len());
     Ok(failed == 0)
 }
@@ -134,4 +141,99 @@ fn row(r: &Record) -> Vec<String> {
         r.conformance.instructions.join(" "),
         r.note.clone().unwrap_or_default(),
     ]
+}
+
+/// Writes each crate's ledger, to `<dir>/<crate>.json` with `write_dir`.
+fn write_ledgers(ledgers: &BTreeMap<&'static str, (PathBuf, Ledger)>, write_dir: Option<&Path>) -> Result<(), String> {
+    if let Some(dir) = write_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    for (krate, (path, ledger)) in ledgers {
+        let path = match write_dir {
+            Some(dir) => dir.join(format!("{krate}.json")),
+            None => path.clone(),
+        };
+        std::fs::write(&path, ledger.to_text()).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!(
+            "ledger of {krate}: {} records, {} cell records → {}",
+            ledger.records.len(),
+            ledger.cells.len(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Gates every registered cell (whose key contains `filter`) on `device` and writes the cell
+/// records; `Ok(false)` when a twin is not bit-exact or a cell could not be gated.
+pub fn run_ops(
+    device: &Client,
+    cpu: &Client,
+    options: &CellOptions,
+    write_dir: Option<&Path>,
+    filter: Option<&str>,
+) -> Result<bool, String> {
+    let problems = cell::registry_problems();
+    if !problems.is_empty() {
+        return Err(format!("the cell registry is inconsistent:\n  {}", problems.join("\n  ")));
+    }
+    let mut ledgers = ledgers()?;
+    let mut ok = true;
+    let mut rows = Vec::new();
+    for registered in cell::ops() {
+        let key = registered.op.key;
+        if filter.is_some_and(|f| !key.to_string().contains(f)) {
+            continue;
+        }
+        eprintln!("cell {key} ({}) on {}", registered.krate, device.name());
+        let record = match cell_gate::gate_cell(registered, device, cpu, options) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("  {e}");
+                rows.push(vec![key.to_string(), "-".into(), "error".into(), "-".into(), e.to_string()]);
+                ok = false;
+                continue;
+            }
+        };
+        print_cell(&record);
+        ok &= record.decision != CellDecision::Failed;
+        rows.push(vec![
+            key.to_string(),
+            record.device.runtime.clone(),
+            record.decision.word().into(),
+            record.ratio.map_or("-".into(), |r| format!("{r:.3}×")),
+            record.incumbent.clone().filter(|_| record.decision.keeps_incumbent()).unwrap_or_default(),
+        ]);
+        match ledgers.get_mut(registered.krate) {
+            Some((_, ledger)) => ledger.upsert_cell(record),
+            None => eprintln!(
+                "  `{}` embeds no ledger (`island_runtime::ledger!()`): this record is not kept",
+                registered.krate
+            ),
+        }
+    }
+    println!();
+    print_table(&["cell", "runtime", "decision", "twin vs fastest incumbent", "incumbent that stays"], &rows);
+    write_ledgers(&ledgers, write_dir)?;
+    Ok(ok)
+}
+
+/// Each shape's candidates: bit-exactness against the reference and kernel-only times.
+fn print_cell(r: &CellRecord) {
+    for s in &r.shapes {
+        println!("  {} {}×{} (CPU `default` = reference on {} rows):", s.name, s.rows, s.cols, s.oracle_rows);
+        for c in &s.candidates {
+            let exact = match (&c.error, c.differing) {
+                (Some(e), _) => format!("ERROR {e}"),
+                (None, 0) => format!("bit-exact on all {} values", c.values),
+                (None, n) => format!("NOT bit-exact: {n} of {} values differ, up to {} ulp", c.values, c.max_ulp),
+            };
+            let time = c.us.map_or(String::new(), |[lo, mid, hi]| format!(", {mid:.2} µs median ({lo:.2}–{hi:.2})"));
+            println!("    {:<16} {exact}{time}", c.name);
+        }
+        if let Some(ratio) = s.ratio {
+            println!("    twin at {ratio:.3}× the fastest incumbent");
+        }
+    }
+    println!("  → {}{}", r.why(), r.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default());
 }

@@ -4,7 +4,8 @@
 //! islands list | intrinsics | lower
 //! islands prove [--runtime cpu|cuda|hip|vulkan|metal|webgpu] [--json] [--lanes N] [--depth D] [--seed S] [FILTER]
 //! islands conform --runtime R      islands probe --runtime R
-//! islands gate --runtime R [--write DIR] [--bit-exact-only] [FILTER]
+//! islands gate --runtime R [--write DIR] [--bit-exact-only] [--ops [--max-values N]] [FILTER]
+//! islands scoreboard --cells [--markdown | --html]
 //! islands scoreboard [--json | --markdown | --html]
 //! islands example NAME --runtime R islands bench --runtime R
 //! islands tensor-core --runtime cuda [--tiles N] [--emulated N] [--sample DIR]
@@ -24,7 +25,6 @@ mod conform;
 mod error;
 mod example;
 mod gate;
-mod incumbent;
 mod intrinsics;
 mod list;
 mod lower;
@@ -33,6 +33,7 @@ mod probe;
 mod prove;
 mod report;
 mod scoreboard;
+mod scoreboard_cells;
 mod table;
 mod tensor_core;
 
@@ -40,6 +41,7 @@ mod tensor_core;
 use island_consumer as _;
 use island_examples as _;
 use island_intrinsics as _;
+use island_llm as _;
 use island_vendor_byteperm as _;
 
 #[derive(Parser)]
@@ -80,10 +82,6 @@ enum Command {
     TensorCore(tensor_core::Args),
     /// Runs an example kernel on a runtime and checks it byte for byte against the CPU.
     Example(example::Args),
-    /// A cell at the kernel level: the island kernel, it forced to `default`, and hand-written
-    /// incumbents on the same device and buffers, bit for bit against the normative result and
-    /// timed side by side; says whether the cell flips, is declined or fails.
-    Incumbent(incumbent::Args),
 }
 
 fn main() -> ExitCode {
@@ -119,6 +117,5 @@ fn dispatch(command: Command) -> Result<Outcome, CliError> {
         Command::Probe(args) => probe::run(args),
         Command::TensorCore(args) => tensor_core::run(args),
         Command::Example(args) => example::run(args),
-        Command::Incumbent(args) => incumbent::run(args),
     }
 }

@@ -40,6 +40,9 @@ pub struct Args {
     /// One self-contained HTML page, on stdout.
     #[arg(long)]
     html: bool,
+    /// The cells of "verify, then delete" (op × quant type × device) instead of the arms.
+    #[arg(long)]
+    cells: bool,
 }
 
 pub fn run(args: Args) -> Result<Outcome, CliError> {
@@ -50,6 +53,20 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
         (_, _, true) => Format::Html,
         _ => Format::Text,
     };
+    if args.cells {
+        let rows = crate::scoreboard_cells::rows()?;
+        match format {
+            Format::Json => println!(
+                "{}",
+                serde_json::to_string_pretty(&rows.iter().map(|r| &r.record).collect::<Vec<_>>())
+                    .expect("plain data serialises")
+            ),
+            Format::Markdown => println!("{}", crate::scoreboard_cells::markdown(&rows)),
+            Format::Html => println!("{}", crate::scoreboard_cells::html(&rows)),
+            Format::Text => crate::scoreboard_cells::text(&rows),
+        }
+        return Ok(Outcome::Pass);
+    }
     let host = RuntimeName::Cpu.client()?;
     print(&host, format)?;
     Ok(Outcome::Pass)

@@ -7,6 +7,7 @@
 //! - [`gemm_i8_mma`]: an int8 GEMM on `mma.sync`, `ldmatrix` and a `cp.async` pipeline.
 //! - [`gemm_f16`]: an f16 tile GEMM with a `cmma` island, bit-exact on sm_90's tensor cores.
 //! - [`machine_code`]: a `dp4a` arm the compiler removes, which the gate declines on CUDA.
+//! - [`cell`]: the RMSNorm cell of "verify, then delete", with its hand-written [`incumbents`].
 //! - [`error`]: the error they report before launch; [`tile_shape`]: the GEMMs' tile shapes;
 //!   [`testing`]: the inputs and comparisons their checks share.
 
@@ -14,6 +15,7 @@
 // what launches of its islands consult.
 island_runtime::ledger!();
 
+pub mod cell;
 pub mod error;
 pub mod gemm_f16;
 pub mod gemm_i8;

@@ -73,6 +73,34 @@ pub fn load(ledger_paths: Option<&str>) -> Result<Vec<Record>, LedgerError> {
     Ok(all.records)
 }
 
+/// The cell records of every embedded ledger, then of the files of `ISLANDS_LEDGER` (which
+/// replace embedded ones of the same cell and device), read once per process.
+pub fn cell_records() -> Result<&'static [crate::cell_record::CellRecord], &'static LedgerError> {
+    static ALL: OnceLock<Result<Vec<crate::cell_record::CellRecord>, LedgerError>> = OnceLock::new();
+    ALL.get_or_init(|| load_cells(std::env::var("ISLANDS_LEDGER").ok().as_deref())).as_ref().map(Vec::as_slice)
+}
+
+/// [`cell_records`] for an explicit `ISLANDS_LEDGER` value.
+pub fn load_cells(ledger_paths: Option<&str>) -> Result<Vec<crate::cell_record::CellRecord>, LedgerError> {
+    let mut all = Ledger::default();
+    for e in embedded() {
+        let l = Ledger::parse(e.text).map_err(|e2| LedgerError::Embedded {
+            krate: e.krate,
+            path: e.path,
+            reason: e2.to_string(),
+        })?;
+        l.cells.into_iter().for_each(|r| all.upsert_cell(r));
+    }
+    for path in ledger_paths.unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LedgerError::Unreadable { path: path.into(), reason: e.to_string() })?;
+        let l =
+            Ledger::parse(&text).map_err(|e| LedgerError::Malformed { path: path.into(), reason: e.to_string() })?;
+        l.cells.into_iter().for_each(|r| all.upsert_cell(r));
+    }
+    Ok(all.cells)
+}
+
 /// [`load`] with this process's `ISLANDS_LEDGER`, once.
 pub fn records() -> Result<&'static [Record], &'static LedgerError> {
     static ALL: OnceLock<Result<Vec<Record>, LedgerError>> = OnceLock::new();

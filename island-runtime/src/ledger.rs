@@ -4,14 +4,18 @@
 //! reviewed in pull requests, and is embedded in the crate at build time
 //! (`crate::embedded`) so a launch can consult it (`crate::policy`).
 
+use crate::cell_record::CellRecord;
 use crate::fingerprint::Fingerprint;
 use crate::record::Record;
 use serde::{Deserialize, Serialize};
 
-/// The ledger of one crate: its records, sorted by island, arm and device.
+/// The ledger of one crate: its arm records, sorted by island, arm and device, and its cell
+/// records (`islands gate --ops`), sorted by cell and device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ledger {
     pub records: Vec<Record>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellRecord>,
 }
 
 /// Why a ledger's text is not a ledger.
@@ -36,6 +40,14 @@ impl Ledger {
 
     fn sort(&mut self) {
         self.records.sort_by(|a, b| (&a.island, &a.arm, &a.device).cmp(&(&b.island, &b.arm, &b.device)));
+        self.cells.sort_by(|a, b| a.key().cmp(&b.key()));
+    }
+
+    /// Inserts a cell record, replacing the record of the same cell and device.
+    pub fn upsert_cell(&mut self, record: CellRecord) {
+        self.cells.retain(|r| r.key() != record.key());
+        self.cells.push(record);
+        self.sort();
     }
 
     /// Inserts `record`, replacing the record of the same key.

@@ -7,10 +7,14 @@
 
 pub mod bench;
 pub mod canonical;
+pub mod cell;
+pub mod cell_gate;
+pub mod cell_record;
 pub mod compare;
 pub mod conformance;
 pub mod contract;
 pub mod device;
+pub mod dispatch;
 pub mod divergence;
 pub mod embedded;
 pub mod emulation;

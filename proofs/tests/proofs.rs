@@ -2,6 +2,7 @@
 //! fixtures, which must be caught; the registry checks; the examples' own checks; the ledger
 //! and the gate.
 
+mod cells;
 mod dont_care;
 mod examples;
 mod ledger;
@@ -27,6 +28,7 @@ fn main() {
     trials.extend(llm::trials());
     trials.extend(llm_ops::trials());
     trials.extend(ledger::trials());
+    trials.extend(cells::trials());
     trials.extend(tensor_core::trials());
     trials.extend(tiered::trials());
     trials.extend(dont_care::trials());

@@ -2,19 +2,14 @@
 //! cache, one token a step.
 
 use crate::error::LlmError;
-use crate::kernels::{AttnShape, MatvecShape, attend, embed, qmatvec, rmsnorm, rope_store, scores, softmax, swiglu};
-use crate::quant::{BLOCK, QuantMatrix, QuantType};
+use crate::kernels::{
+    AttnShape, MatvecShape, UNITS, attend, embed, grid, rmsnorm, rope_store, scores, softmax, swiglu,
+};
+use crate::quant::{BLOCK, QuantMatrix};
 use crate::weights::{Config, Model};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
-use island_examples::q8_matvec::quantize_q8_1;
 use island_runtime::Target;
-
-/// Units per cube of every kernel.
-pub(crate) const UNITS: u32 = 64;
-/// Units per cube of the activation quantizer: a multiple of 8, so that a block's 8 units are
-/// aligned lanes of one plane where its block maximum is a plane exchange.
-pub(crate) const QUANT_UNITS: u32 = 32;
 
 /// A quantized matrix on the device.
 struct DeviceMatrix {
@@ -22,6 +17,8 @@ struct DeviceMatrix {
     words: Handle,
     scales: Handle,
     mins: Handle,
+    /// `{rows, cols}` as u32, for the incumbents (`crate::incumbents`).
+    params: Handle,
 }
 
 impl DeviceMatrix {
@@ -32,6 +29,7 @@ impl DeviceMatrix {
             words: client.create_from_slice(i32::as_bytes(&m.words)),
             scales: client.create_from_slice(f32::as_bytes(&m.scales)),
             mins: client.create_from_slice(f32::as_bytes(&mins)),
+            params: client.create_from_slice(u32::as_bytes(&[m.rows as u32, m.cols as u32])),
         }
     }
 
@@ -100,10 +98,6 @@ pub fn rope_tables(config: &Config, context: usize) -> (Vec<f32>, Vec<f32>) {
         }
     }
     (cos, sin)
-}
-
-pub(crate) fn grid(units: usize, per_cube: u32) -> (CubeCount, CubeDim) {
-    (CubeCount::Static((units as u32).div_ceil(per_cube), 1, 1), CubeDim::new_1d(per_cube))
 }
 
 impl Engine {
@@ -209,8 +203,7 @@ impl Engine {
         for (l, layer) in self.layers.iter().enumerate() {
             let base = l * self.context * kv;
             self.norm(&sc.x, &layer.attn_norm, &sc.h);
-            self.quantize(&sc.h, c.dim);
-            self.matvec(&layer.qkv, c.dim, &sc.qkv);
+            self.matvec(&layer.qkv, &sc.h, c.dim, &sc.qkv)?;
             let (count, dim) = grid(c.dim / 2 + kv, UNITS);
             rope_store::launch_with(
                 client,
@@ -255,23 +248,19 @@ impl Engine {
                 attn,
                 t,
             );
-            self.quantize(&sc.att, c.dim);
-            self.matvec(&layer.out, c.dim, &sc.x);
+            self.matvec(&layer.out, &sc.att, c.dim, &sc.x)?;
             self.norm(&sc.x, &layer.ffn_norm, &sc.h);
-            self.quantize(&sc.h, c.dim);
-            self.matvec(&layer.gate_up, c.dim, &sc.gate_up);
+            self.matvec(&layer.gate_up, &sc.h, c.dim, &sc.gate_up)?;
             let (count, dim) = grid(c.ffn, UNITS);
             swiglu::launch_with(client, count, dim, buf(&sc.gate_up, 2 * c.ffn), buf(&sc.a, c.ffn), c.ffn, t);
-            self.quantize(&sc.a, c.ffn);
-            self.matvec(&layer.down, c.ffn, &sc.x);
+            self.matvec(&layer.down, &sc.a, c.ffn, &sc.x)?;
         }
         self.pos += 1;
         if !logits {
             return Ok(None);
         }
         self.norm(&sc.x, &self.output_norm, &sc.h);
-        self.quantize(&sc.h, c.dim);
-        self.matvec(&self.embedding, c.dim, &sc.logits);
+        self.matvec(&self.embedding, &sc.h, c.dim, &sc.logits)?;
         let bytes =
             island_runtime::readback::read(client, sc.logits.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
         Ok(Some(f32::from_bytes(&bytes).to_vec()))
@@ -296,45 +285,12 @@ impl Engine {
         }
     }
 
-    /// Quantizes the first `cols` values of `x` into the scratch `xq`, `xd`.
-    fn quantize(&self, x: &Handle, cols: usize) {
-        let words = cols / 4;
-        let (count, dim) = grid(words, QUANT_UNITS);
-        // SAFETY: `x` holds at least `cols` values, `xq` and `xd` the widest row's words and scales.
-        unsafe {
-            quantize_q8_1::launch_with(
-                &self.client,
-                count,
-                dim,
-                BufferArg::from_raw_parts(x.clone(), words),
-                BufferArg::from_raw_parts(self.scratch.xq.clone(), words),
-                BufferArg::from_raw_parts(self.scratch.xd.clone(), words / 8),
-                words,
-                self.target,
-            );
-        }
-    }
-
-    /// `y = m·x` (or `y += m·x`) on the activations [`Self::quantize`] left.
-    fn matvec(&self, m: &DeviceMatrix, cols: usize, y: &Handle) {
-        let (count, dim) = grid(m.shape.rows, UNITS);
-        let blocks = cols / BLOCK;
-        let mins = if m.shape.ty == QuantType::Q4_1 { m.shape.rows * blocks } else { 1 };
-        // SAFETY: the matrix handles were sized by `DeviceMatrix::new`, the activations by `new`.
-        unsafe {
-            qmatvec::launch_with(
-                &self.client,
-                count,
-                dim,
-                BufferArg::from_raw_parts(m.words.clone(), m.words() / 4),
-                BufferArg::from_raw_parts(m.scales.clone(), m.shape.rows * blocks),
-                BufferArg::from_raw_parts(m.mins.clone(), mins),
-                BufferArg::from_raw_parts(self.scratch.xq.clone(), blocks * 2),
-                BufferArg::from_raw_parts(self.scratch.xd.clone(), blocks),
-                BufferArg::from_raw_parts(y.clone(), m.shape.rows),
-                m.shape,
-                self.target,
-            );
-        }
+    /// `y = m·q8_1(x)` (or `y += …`) over the first `cols` values of `x`, with the candidate of
+    /// the matvec cell the device's record selects (`crate::cells::matvec`).
+    fn matvec(&self, m: &DeviceMatrix, x: &Handle, cols: usize, y: &Handle) -> Result<(), LlmError> {
+        let shape = MatvecShape { blocks: cols / BLOCK, ..m.shape };
+        let bufs = [&m.words, &m.scales, &m.mins, x, &self.scratch.xq, &self.scratch.xd, y];
+        crate::cells::matvec(&self.client, shape, bufs, &m.params, self.target)
+            .map_err(|e| LlmError::Runtime(e.to_string()))
     }
 }

@@ -17,6 +17,17 @@ use island_examples::q8_matvec::dot_word;
 use island_intrinsics::exact;
 use island_runtime::prelude::*;
 
+/// Units per cube of every kernel.
+pub const UNITS: u32 = 64;
+/// Units per cube of the activation quantizer: a multiple of 8, so that a block's 8 units are
+/// aligned lanes of one plane where its block maximum is a plane exchange.
+pub const QUANT_UNITS: u32 = 32;
+
+/// The launch grid of `units` units, `per_cube` a cube.
+pub fn grid(units: usize, per_cube: u32) -> (CubeCount, CubeDim) {
+    (CubeCount::Static((units as u32).div_ceil(per_cube), 1, 1), CubeDim::new_1d(per_cube))
+}
+
 /// The comptime shape of a matvec: one kernel source for both quantization types.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub struct MatvecShape {

@@ -7,15 +7,23 @@
 //! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
 //! - [`kernels`]: every op of the forward pass; [`math`]: the engine's `exp`.
 //! - [`engine`]: the forward pass on a device, with a KV cache; [`ops`]: each kernel launched
-//!   alone on host values, for the kernel-level checks.
+//!   alone on host values, for the kernel-level checks, on inputs from [`deciding`].
+//! - [`cells`]: the quantized matvec as cells of "verify, then delete", which the engine
+//!   dispatches through, with hand-written CUDA C++ [`incumbents`].
 //! - [`reference`]: the same forward pass in plain Rust, operation for operation;
 //!   [`float_reference`]: the textbook forward pass in f64, to show the engine is also correct.
 //! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs.
 
+// This crate's evidence ledger (`ledger.json`): its cell records (`islands gate --ops`).
+island_runtime::ledger!();
+
+pub mod cells;
+pub mod deciding;
 pub mod engine;
 pub mod error;
 pub mod float_reference;
 pub mod generate;
+pub mod incumbents;
 pub mod kernels;
 pub mod math;
 pub mod model_file;

@@ -3,9 +3,10 @@
 //! inputs built to reach every rounding decision (the whole-model check only meets the model's
 //! own activations).
 
-use crate::engine::{QUANT_UNITS, UNITS, grid};
 use crate::error::LlmError;
-use crate::kernels::{AttnShape, MatvecShape, attend, qmatvec, rmsnorm, rope_store, scores, softmax, swiglu};
+use crate::kernels::{
+    AttnShape, MatvecShape, QUANT_UNITS, UNITS, attend, grid, qmatvec, rmsnorm, rope_store, scores, softmax, swiglu,
+};
 use crate::quant::{BLOCK, QuantMatrix};
 use cubecl::prelude::*;
 use cubecl::server::Handle;

@@ -1,7 +1,10 @@
 //! Incumbents: kernels written by hand in a backend's own language, the way engines run them
-//! today, for the cells of these examples. `islands incumbent` runs each beside its
-//! single-source twin on the same client and buffers (`island_runtime::foreign`).
+//! today, for the cells of these examples ([`crate::cell`]). `islands gate --ops` runs each
+//! beside its single-source twin on the same client and buffers (`island_runtime::foreign`).
 
+use crate::cell::RMSNORM_KEY;
+use cubecl::prelude::*;
+use island_runtime::cell::{Buffers, CellError, Incumbent, Lang, Shape};
 use island_runtime::foreign::CudaKernel;
 
 /// RMSNorm, one block of 256 threads per row (`rmsnorm.cu`).
@@ -11,3 +14,37 @@ pub const RMSNORM_BLOCK: CudaKernel =
 /// RMSNorm, one warp per row, four rows a block (`rmsnorm.cu`).
 pub const RMSNORM_WARP: CudaKernel =
     CudaKernel { source: include_str!("rmsnorm.cu"), entry: "rmsnorm_rows_warp", cube_dim: (128, 1, 1) };
+
+fn launch_error(name: &str, e: impl ToString) -> CellError {
+    CellError::Launch { cell: RMSNORM_KEY.to_string(), candidate: name.into(), reason: e.to_string() }
+}
+
+pub const RMSNORM_BLOCK_INCUMBENT: Incumbent = Incumbent {
+    cell: RMSNORM_KEY,
+    name: "block per row",
+    lang: Lang::CudaCpp,
+    runtime: "cuda",
+    source: RMSNORM_BLOCK.source,
+    launch: |client: &Client, s: &Shape, b: &Buffers| {
+        let (x, w, p) = (&b.inputs[0], &b.inputs[1], &b.inputs[2]);
+        RMSNORM_BLOCK
+            .launch(client, CubeCount::Static(s.rows as u32, 1, 1), &[x, w, b.out, p])
+            .map_err(|e| launch_error("block per row", e))
+    },
+};
+island_runtime::incumbent!(RMSNORM_BLOCK_INCUMBENT);
+
+pub const RMSNORM_WARP_INCUMBENT: Incumbent = Incumbent {
+    cell: RMSNORM_KEY,
+    name: "warp per row",
+    lang: Lang::CudaCpp,
+    runtime: "cuda",
+    source: RMSNORM_WARP.source,
+    launch: |client: &Client, s: &Shape, b: &Buffers| {
+        let (x, w, p) = (&b.inputs[0], &b.inputs[1], &b.inputs[2]);
+        RMSNORM_WARP
+            .launch(client, CubeCount::Static((s.rows as u32).div_ceil(4), 1, 1), &[x, w, b.out, p])
+            .map_err(|e| launch_error("warp per row", e))
+    },
+};
+island_runtime::incumbent!(RMSNORM_WARP_INCUMBENT);

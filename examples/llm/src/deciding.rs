@@ -1,0 +1,73 @@
+//! Inputs built to decide: values that reach every rounding and ordering decision of the
+//! engine's kernels, for the kernel-level checks and the gate's cells ([`crate::cells`]).
+
+use crate::quant::{QuantMatrix, QuantType};
+use half::f16;
+use island_runtime::inputs::Rng;
+
+/// The draws the inputs are built from.
+pub trait Draw {
+    /// A uniform value in `[0, 1)`.
+    fn unit(&mut self) -> f32;
+    /// A random sign and mantissa, exponent within `±binades` of 1.
+    fn wide(&mut self, binades: i32) -> f32;
+}
+
+impl Draw for Rng {
+    fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    fn wide(&mut self, binades: i32) -> f32 {
+        let bits = self.next_u64();
+        let e = (bits % (2 * binades as u64 + 1)) as i32 - binades;
+        let m = 1.0 + ((bits >> 16) & 0x7f_ffff) as f32 / (1u32 << 23) as f32;
+        let s = if bits >> 63 == 1 { -1.0 } else { 1.0 };
+        s * m * 2f32.powi(e)
+    }
+}
+
+/// GGUF blocks of a `rows × cols` matrix: scales over many binades (a few f16 subnormal and
+/// negative), quants over their whole range.
+pub fn matrix(ty: QuantType, rows: usize, cols: usize, rng: &mut Rng) -> Result<QuantMatrix, String> {
+    let mut bytes = Vec::new();
+    for i in 0..rows * cols / 32 {
+        let scale = |rng: &mut Rng| match i % 13 {
+            0 => f16::from_bits(0x0003),
+            1 => f16::from_f32(-rng.wide(4)),
+            _ => f16::from_f32(rng.wide(6).abs() * 2e-3),
+        };
+        bytes.extend(scale(rng).to_le_bytes());
+        match ty {
+            QuantType::Q8_0 => bytes.extend((0..32).map(|j| if j == 0 { 0x80 } else { rng.next_u64() as u8 })),
+            QuantType::Q4_1 => {
+                bytes.extend(f16::from_f32(rng.wide(3) * 1e-2).to_le_bytes());
+                bytes.extend((0..16).map(|_| rng.next_u64() as u8));
+            }
+        }
+    }
+    QuantMatrix::from_gguf(ty, rows, cols, &bytes)
+}
+
+/// Activations for the quantizer and the matvec: blocks whose magnitudes differ by many binades
+/// (the order of the block sums decides), blocks of exact rounding ties `(k + ½)·d` with `d` a
+/// power of two, an all-zero block, −0.0, and one block a million times larger than the rest.
+pub fn activations(cols: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..cols / 32)
+        .flat_map(|b| {
+            let block: Vec<f32> = match b % 6 {
+                0 => (0..32)
+                    .map(|j| if j == 5 { 127.0 * 0.25 } else { ((j as f32 % 40.0) - 20.0 + 0.5) * 0.25 })
+                    .collect(),
+                1 => vec![0.0; 32],
+                2 => (0..32).map(|j| if j % 3 == 0 { -0.0 } else { rng.wide(2) }).collect(),
+                3 if b == 3 => (0..32).map(|j| if j == 9 { 3e7 } else { rng.wide(3) * 1e5 }).collect(),
+                _ => {
+                    let scale = 2f32.powi((b as i32 * 7) % 40 - 20);
+                    (0..32).map(|_| rng.wide(2) * scale).collect()
+                }
+            };
+            block
+        })
+        .collect()
+}

@@ -1,0 +1,146 @@
+//! Which candidate of a cell an engine runs on a device, from the cell records of the ledgers
+//! (`islands gate --ops`), read once per process and logged once per cell and device.
+//!
+//! | the device's record of the cell | what runs |
+//! |---|---|
+//! | declined or failed, naming an incumbent registered for the runtime with the hash it was gated with | that incumbent |
+//! | declined or failed, but that incumbent is gone or its code changed | the twin (logged) |
+//! | flipped, twin only, unverified, or no record | the twin |
+//!
+//! `ISLANDS_CANDIDATE` forces one candidate for measurement: `twin`, `default` (the twin with
+//! `default` in every island), `incumbent` (the record's incumbent, else the first registered
+//! for the runtime), or an incumbent's name. A value that names nothing registered is an error
+//! before any launch.
+
+use crate::cell::{CellError, CellKey, Incumbent, incumbent_hash, incumbents};
+use crate::cell_record::CellRecord;
+use crate::policy::log_once;
+use crate::target::Target;
+use cubecl::prelude::Client;
+use std::sync::OnceLock;
+
+/// What an op function runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Choice {
+    /// The island kernel, with this tag (its arms, or `default` when forced).
+    Twin(Target),
+    /// A hand-written kernel.
+    Incumbent(&'static Incumbent),
+}
+
+impl Choice {
+    /// `twin`, `default` or the incumbent's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Choice::Twin(t) if t.arms().is_none() => "default",
+            Choice::Twin(_) => "twin",
+            Choice::Incumbent(i) => i.name,
+        }
+    }
+}
+
+/// A forced candidate (`ISLANDS_CANDIDATE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Forced {
+    Twin,
+    Default,
+    Incumbent,
+    Named(String),
+}
+
+impl Forced {
+    /// Parses a value of `ISLANDS_CANDIDATE`; an incumbent's name must be registered somewhere.
+    pub fn parse(value: &str) -> Result<Option<Forced>, CellError> {
+        Ok(match value.trim() {
+            "" => None,
+            "twin" => Some(Forced::Twin),
+            "default" => Some(Forced::Default),
+            "incumbent" => Some(Forced::Incumbent),
+            name => {
+                if !crate::cell::all_incumbents().iter().any(|r| r.incumbent.name == name) {
+                    return Err(CellError::Setting(
+                        name.into(),
+                        "not `twin`, `default`, `incumbent` or the name of a registered incumbent".into(),
+                    ));
+                }
+                Some(Forced::Named(name.into()))
+            }
+        })
+    }
+}
+
+/// This process's `ISLANDS_CANDIDATE`, read once.
+pub fn forced() -> Result<Option<&'static Forced>, &'static CellError> {
+    static FORCED: OnceLock<Result<Option<Forced>, CellError>> = OnceLock::new();
+    FORCED
+        .get_or_init(|| Forced::parse(&std::env::var("ISLANDS_CANDIDATE").unwrap_or_default()))
+        .as_ref()
+        .map(Option::as_ref)
+}
+
+/// The candidate of `key` to run on `client`'s device: `records` are the cell records to consult
+/// (`crate::embedded::cell_records`), `forced` an override. Returns the choice and why.
+pub fn choose_from(
+    client: &Client,
+    key: &CellKey,
+    records: &[CellRecord],
+    forced: Option<&Forced>,
+) -> (Choice, String) {
+    let runtime = client.name();
+    let mine = incumbents(key, Some(runtime));
+    let twin = Choice::Twin(Target::for_client(client));
+    let fp = crate::cell::fingerprint(client);
+    let record = {
+        let all: Vec<&CellRecord> = records.iter().filter(|r| r.is_of(key) && r.device.same_device(&fp)).collect();
+        all.iter().find(|r| r.device.matches(&fp)).or(all.first()).copied()
+    };
+    match forced {
+        Some(Forced::Twin) => return (twin, "forced by ISLANDS_CANDIDATE".into()),
+        Some(Forced::Default) => {
+            return (Choice::Twin(Target::default_arms(client)), "forced by ISLANDS_CANDIDATE".into());
+        }
+        Some(Forced::Incumbent) => {
+            let named = record.and_then(|r| r.incumbent.as_deref()).and_then(|n| mine.iter().find(|i| i.name == n));
+            return match named.or(mine.first()) {
+                Some(i) => (Choice::Incumbent(i), "forced by ISLANDS_CANDIDATE".into()),
+                None => (twin, format!("ISLANDS_CANDIDATE=incumbent, but no incumbent of {key} runs on `{runtime}`")),
+            };
+        }
+        Some(Forced::Named(name)) => {
+            return match mine.iter().find(|i| i.name == name) {
+                Some(i) => (Choice::Incumbent(i), "forced by ISLANDS_CANDIDATE".into()),
+                None => (twin, format!("ISLANDS_CANDIDATE=`{name}` is not an incumbent of {key} on `{runtime}`")),
+            };
+        }
+        None => {}
+    }
+    let Some(record) = record else {
+        return (twin, "no cell record of this device".into());
+    };
+    if !record.decision.keeps_incumbent() {
+        return (twin, record.why());
+    }
+    let Some(name) = record.incumbent.as_deref() else {
+        return (twin, format!("{}, but the record names no incumbent", record.why()));
+    };
+    match mine.iter().find(|i| i.name == name) {
+        None => (twin, format!("{}, but `{name}` is not registered in this build", record.why())),
+        Some(i) if record.hash_of(name) != Some(incumbent_hash(i).as_str()) => {
+            (twin, format!("{}, but `{name}`'s code changed since", record.why()))
+        }
+        Some(i) => (Choice::Incumbent(i), record.why()),
+    }
+}
+
+/// The candidate of `key` on `client`'s device, from this process's ledgers and
+/// `ISLANDS_CANDIDATE`; the choice and its reason are logged once per cell and device. A wrong
+/// setting or an unreadable ledger is an error.
+pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
+    let forced = forced().map_err(Clone::clone)?;
+    let records = crate::embedded::cell_records().map_err(|e| CellError::Runtime(e.to_string()))?;
+    let (choice, why) = choose_from(client, key, records, forced);
+    log_once(format!("cell {key} on {}", client.name()), || {
+        format!("islands: cell {key} on `{}` runs `{}`: {why}", client.name(), choice.name())
+    });
+    Ok(choice)
+}
