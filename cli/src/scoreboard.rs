@@ -249,43 +249,95 @@ fn markdown(devices: &[Fingerprint], cells: &[Cell]) -> String {
     out
 }
 
+/// A cell's compact figure (the speedup) where it has one.
+fn figure(c: &Cell) -> Option<String> {
+    let r = c.record.as_ref()?;
+    let s = r.speed.as_ref()?;
+    matches!((c.status, r.decision), ("flipped", _) | ("declined", Decision::DeclinedSlow))
+        .then(|| format!("{:.2}×", s.speedup))
+}
+
 fn html(devices: &[Fingerprint], cells: &[Cell]) -> String {
     let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    // One legend entry per cause: every cell without a compact figure points at its cause.
+    let mut causes: Vec<(&'static str, String)> = Vec::new();
+    for c in cells.iter().filter(|c| figure(c).is_none() && c.status != "-") {
+        let detail = if c.detail.is_empty() { c.status.to_string() } else { c.detail.clone() };
+        if !causes.iter().any(|(s, d)| *s == c.status && *d == detail) {
+            causes.push((c.status, detail));
+        }
+    }
+    let cause_of = |c: &Cell| {
+        let detail = if c.detail.is_empty() { c.status.to_string() } else { c.detail.clone() };
+        causes.iter().position(|(s, d)| *s == c.status && *d == detail).map(|i| i + 1)
+    };
+    let summary = |i: usize| {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for c in cells.iter().skip(i).step_by(devices.len().max(1)).filter(|c| c.status != "-") {
+            match counts.iter_mut().find(|(s, _)| *s == c.status) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((c.status, 1)),
+            }
+        }
+        counts.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ")
+    };
     let mut out = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>islands scoreboard</title><style>\
          body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}\
-         td,th{border:1px solid #ccc;padding:.4em .6em;vertical-align:top;font-size:.9em}\
+         td,th{border:1px solid #ccc;padding:.3em .5em;vertical-align:top;font-size:.85em;white-space:nowrap}\
          .flipped{background:#c8f0c8}.declined{background:#f7e3a1}.failed{background:#f4b4b4}\
-         .unverified{background:#eee}.na{background:#fff}.stale{background:#d6d6f5}pre{white-space:pre-wrap;font-size:.8em;max-width:40em}\
-         </style></head><body><h1>islands scoreboard</h1><p>An arm flips on a device when it is bit-exact against \
-         the CPU oracle there and at least 97 % as fast as <code>default</code> (the threshold is in each record). \
-         Click a cell for its evidence.</p><table><tr><th>island, arm</th>",
+         .unverified{background:#eee}.na{background:#fff;color:#aaa;text-align:center}.stale{background:#d6d6f5}\
+         small{color:#444;font-weight:normal}summary{cursor:pointer}\
+         pre{white-space:pre-wrap;font-size:.8em;max-width:40em}</style></head><body><h1>islands scoreboard</h1>\
+         <p>An arm flips on a device when it is bit-exact against the CPU oracle there and at least 97 % as fast as \
+         <code>default</code> (the figure is <code>default</code>'s time over the arm's). A number in brackets names \
+         the cause in the legend below; · marks an arm the device does not select. Click a cell for its evidence.</p>\
+         <table><tr><th>island, arm</th>",
     );
-    for d in devices {
-        let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&d.to_string()), esc(&short(d)));
+    for (i, d) in devices.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<th title=\"{}\">{}<br><small>{}</small></th>",
+            esc(&d.to_string()),
+            esc(&short(d)),
+            esc(&summary(i))
+        );
     }
     out.push_str("</tr>");
     for chunk in cells.chunks(devices.len().max(1)) {
         let Some(first) = chunk.first() else { continue };
         let _ = write!(out, "<tr><td><code>{}</code> <code>{}</code></td>", esc(&first.island), esc(&first.arm));
         for c in chunk {
+            if c.status == "-" {
+                out.push_str("<td class=\"na\" title=\"the device does not select this arm\">·</td>");
+                continue;
+            }
+            let short_text = match (figure(c), cause_of(c)) {
+                (Some(f), _) => f,
+                (None, Some(n)) => format!("[{n}]"),
+                (None, None) => String::new(),
+            };
             let evidence = c
                 .record
                 .as_ref()
                 .map(|r| serde_json::to_string_pretty(r).expect("plain data serialises"))
-                .unwrap_or_default();
+                .unwrap_or_else(|| "no record".into());
             let _ = write!(
                 out,
                 "<td class=\"{}\"><details><summary><b>{}</b> {}</summary><pre>{}</pre></details></td>",
-                if c.status == "-" { "na" } else { c.status },
                 c.status,
-                esc(&c.detail),
+                c.status,
+                esc(&short_text),
                 esc(&evidence)
             );
         }
         out.push_str("</tr>");
     }
-    out.push_str("</table><ul>");
+    out.push_str("</table><h2>Legend</h2><ol>");
+    for (status, detail) in &causes {
+        let _ = write!(out, "<li><b>{status}</b>: {}</li>", esc(detail));
+    }
+    out.push_str("</ol><h2>Devices</h2><ul>");
     for d in devices {
         let _ = write!(out, "<li>{}</li>", esc(&d.to_string()));
     }

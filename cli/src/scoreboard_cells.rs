@@ -121,7 +121,11 @@ pub const LEGEND: &[(&str, &str)] = &[
         "declined",
         "the twin is bit-exact but slower at some shape: the fastest incumbent stays, the twin is the portable fallback",
     ),
-    ("failed", "the twin is not bit-exact against the CPU oracle"),
+    ("failed", "the twin is not bit-exact against the CPU oracle: the incumbent stays"),
+    (
+        "twin unsupported",
+        "the twin cannot run on the device (a known compiler defect refuses its launch): the incumbent stays",
+    ),
     ("twin only", "no incumbent runs on the device: nothing to retire"),
     ("unverified", "a candidate could not run, or no timing was taken"),
     ("stale", "the twin's or an incumbent's code changed since the record"),
@@ -177,7 +181,7 @@ pub fn html(rows: &[Row]) -> String {
          body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}\
          td,th{border:1px solid #ccc;padding:.4em .6em;vertical-align:top;font-size:.9em}\
          .flipped{background:#c8f0c8}.declined{background:#f7e3a1}.failed{background:#f4b4b4}\
-         .twin-only,.unverified{background:#eee}.stale{background:#d6d6f5}small{color:#444}\
+         .twin-only,.unverified{background:#eee}.twin-unsupported{background:#f2c9a0}.stale{background:#d6d6f5}small{color:#444}\
          pre{white-space:pre-wrap;font-size:.8em;max-width:50em}</style></head><body>\
          <h1>Verify, then delete: cells</h1><p>Each cell is one (op, quant type, device): the twin (one \
          island kernel source) against the hand-written incumbents on the same device and buffers. \

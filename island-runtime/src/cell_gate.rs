@@ -239,14 +239,18 @@ pub fn gate_cell(
         shapes.push(gate_shape(op, device, cpu, named, options)?);
     }
     let incs = incumbents(&op.key, Some(device.name()));
-    let twin_exact = !shapes.is_empty() && shapes.iter().all(|s| s.candidates[0].exact());
+    let twin_ran = !shapes.is_empty() && shapes.iter().all(|s| s.candidates[0].error.is_none());
+    let twin_exact = twin_ran && shapes.iter().all(|s| s.candidates[0].exact());
     let errors = shapes.iter().flat_map(|s| &s.candidates).filter_map(|c| c.error.as_ref()).count();
     let ratios: Vec<f64> = shapes.iter().filter_map(|s| s.ratio).collect();
     let timed_all = options.speed && ratios.len() == shapes.len();
-    let mut decision = decide(twin_exact, !incs.is_empty(), if timed_all { &ratios } else { &[] }, options.threshold);
-    if errors > 0 && decision != CellDecision::Failed {
+    let mut decision =
+        decide(twin_ran, twin_exact, !incs.is_empty(), if timed_all { &ratios } else { &[] }, options.threshold);
+    if errors > 0 {
         notes.push(format!("{errors} candidate runs failed to launch or read back"));
-        decision = CellDecision::Unverified;
+        if !matches!(decision, CellDecision::Failed | CellDecision::Unsupported) {
+            decision = CellDecision::Unverified;
+        }
     }
     if !options.speed {
         notes.push("bit-exact half only: no timing".into());

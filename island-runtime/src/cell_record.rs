@@ -5,7 +5,8 @@
 //! least 0.97× as fast as the fastest incumbent at every shape ("delete the incumbent"),
 //! **declined** when it is bit-exact but slower at some shape (the incumbent stays, the twin is
 //! the portable fallback), **failed** when it is not bit-exact. A cell without an incumbent on
-//! the device has nothing to retire: **twin only**.
+//! the device has nothing to retire: **twin only**; one whose twin cannot run there keeps its
+//! incumbent: **twin unsupported**.
 
 use crate::fingerprint::Fingerprint;
 use crate::record::DEFAULT_THRESHOLD;
@@ -22,6 +23,9 @@ pub enum CellDecision {
     Declined,
     /// The twin is not bit-exact: the fastest incumbent runs, and the twin is a bug.
     Failed,
+    /// The twin cannot run on this device (its launch refuses it, e.g. a compiler defect the
+    /// SDK knows of): the fastest incumbent runs.
+    Unsupported,
     /// No incumbent runs on this device: the twin runs, nothing is retired.
     TwinOnly,
     /// A candidate could not run (compilation, launch): nothing is concluded, the twin runs.
@@ -34,6 +38,7 @@ impl CellDecision {
             CellDecision::Flipped => "flipped",
             CellDecision::Declined => "declined",
             CellDecision::Failed => "failed",
+            CellDecision::Unsupported => "twin unsupported",
             CellDecision::TwinOnly => "twin only",
             CellDecision::Unverified => "unverified",
         }
@@ -41,7 +46,7 @@ impl CellDecision {
 
     /// Whether an incumbent runs under this decision.
     pub fn keeps_incumbent(self) -> bool {
-        matches!(self, CellDecision::Declined | CellDecision::Failed)
+        matches!(self, CellDecision::Declined | CellDecision::Failed | CellDecision::Unsupported)
     }
 }
 
@@ -157,9 +162,13 @@ impl CellRecord {
     }
 }
 
-/// The decision over a cell's shapes: `exact` whether the twin was bit-exact at every shape,
-/// `ratios` the fastest incumbent / twin at each timed shape (none: no incumbent or untimed).
-pub fn decide(twin_exact: bool, has_incumbent: bool, ratios: &[f64], threshold: f64) -> CellDecision {
+/// The decision over a cell's shapes: `twin_ran` whether the twin launched at every shape,
+/// `twin_exact` whether it was bit-exact at every shape, `ratios` the fastest incumbent / twin at
+/// each timed shape (none: no incumbent or untimed).
+pub fn decide(twin_ran: bool, twin_exact: bool, has_incumbent: bool, ratios: &[f64], threshold: f64) -> CellDecision {
+    if !twin_ran {
+        return if has_incumbent { CellDecision::Unsupported } else { CellDecision::Unverified };
+    }
     if !twin_exact {
         return if has_incumbent { CellDecision::Failed } else { CellDecision::Unverified };
     }
@@ -181,12 +190,14 @@ mod tests {
 
     #[test]
     fn the_gate_says_yes_no_and_failed() {
-        assert_eq!(decide(true, true, &[1.2, 0.98], 0.97), CellDecision::Flipped);
-        assert_eq!(decide(true, true, &[1.2, 0.96], 0.97), CellDecision::Declined);
-        assert_eq!(decide(true, true, &[0.97], 0.97), CellDecision::Flipped);
-        assert_eq!(decide(false, true, &[2.0], 0.97), CellDecision::Failed);
-        assert_eq!(decide(true, false, &[], 0.97), CellDecision::TwinOnly);
-        assert_eq!(decide(true, true, &[], 0.97), CellDecision::Unverified);
+        assert_eq!(decide(true, true, true, &[1.2, 0.98], 0.97), CellDecision::Flipped);
+        assert_eq!(decide(true, true, true, &[1.2, 0.96], 0.97), CellDecision::Declined);
+        assert_eq!(decide(true, true, true, &[0.97], 0.97), CellDecision::Flipped);
+        assert_eq!(decide(true, false, true, &[2.0], 0.97), CellDecision::Failed);
+        assert_eq!(decide(true, true, false, &[], 0.97), CellDecision::TwinOnly);
+        assert_eq!(decide(true, true, true, &[], 0.97), CellDecision::Unverified);
+        assert_eq!(decide(false, false, true, &[], 0.97), CellDecision::Unsupported);
+        assert_eq!(decide(false, false, false, &[], 0.97), CellDecision::Unverified);
         assert!(CellDecision::Declined.keeps_incumbent() && CellDecision::Failed.keeps_incumbent());
         assert!(!CellDecision::Flipped.keeps_incumbent() && !CellDecision::TwinOnly.keeps_incumbent());
     }

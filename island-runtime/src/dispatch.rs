@@ -3,14 +3,20 @@
 //!
 //! | the device's record of the cell | what runs |
 //! |---|---|
-//! | declined or failed, naming an incumbent registered for the runtime with the hash it was gated with | that incumbent |
+//! | declined, failed or twin unsupported, and an incumbent of the record was bit-exact at every shape, registered for the runtime with the hash it was gated with | the fastest such incumbent |
+//! | the same, but no incumbent of the record was bit-exact | the twin, logged with the incumbent's distance (`ISLANDS_CELLS=fastest`: the record's fastest incumbent) |
 //! | declined or failed, but that incumbent is gone or its code changed | the twin (logged) |
 //! | flipped, twin only, unverified, or no record | the twin |
 //!
+//! The seed keeps an incumbent wherever the twin is slower, so that the engine is never slower;
+//! islands also promise the same bytes on every backend, so by default only a bit-exact
+//! incumbent is kept: one that is faster but computes other bytes runs only under
+//! `ISLANDS_CELLS=fastest` (`exact`, the default, is the other value).
+//!
 //! `ISLANDS_CANDIDATE` forces one candidate for measurement: `twin`, `default` (the twin with
 //! `default` in every island), `incumbent` (the record's incumbent, else the first registered
-//! for the runtime), or an incumbent's name. A value that names nothing registered is an error
-//! before any launch.
+//! for the runtime), or an incumbent's name. A value of either that names nothing known is an
+//! error before any launch.
 
 use crate::cell::{CellError, CellKey, Incumbent, incumbent_hash, incumbents};
 use crate::cell_record::CellRecord;
@@ -69,6 +75,31 @@ impl Forced {
     }
 }
 
+/// Which incumbents a declined cell may run (`ISLANDS_CELLS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Only an incumbent bit-exact at every shape of the record (the default).
+    Exact,
+    /// The record's fastest incumbent, bit-exact or not (the seed's rule alone).
+    Fastest,
+}
+
+impl Keep {
+    pub fn parse(value: &str) -> Result<Keep, CellError> {
+        match value.trim() {
+            "" | "exact" => Ok(Keep::Exact),
+            "fastest" => Ok(Keep::Fastest),
+            other => Err(CellError::Setting(other.into(), "ISLANDS_CELLS is `exact` or `fastest`".into())),
+        }
+    }
+}
+
+/// This process's `ISLANDS_CELLS`, read once.
+pub fn keep() -> Result<Keep, &'static CellError> {
+    static KEEP: OnceLock<Result<Keep, CellError>> = OnceLock::new();
+    KEEP.get_or_init(|| Keep::parse(&std::env::var("ISLANDS_CELLS").unwrap_or_default())).as_ref().copied()
+}
+
 /// This process's `ISLANDS_CANDIDATE`, read once.
 pub fn forced() -> Result<Option<&'static Forced>, &'static CellError> {
     static FORCED: OnceLock<Result<Option<Forced>, CellError>> = OnceLock::new();
@@ -78,13 +109,35 @@ pub fn forced() -> Result<Option<&'static Forced>, &'static CellError> {
         .map(Option::as_ref)
 }
 
+/// Whether `name` was bit-exact at every shape of `record` (and ran at one at least).
+fn exact_in(record: &CellRecord, name: &str) -> bool {
+    let mine: Vec<_> = record.shapes.iter().filter_map(|s| s.candidates.iter().find(|c| c.name == name)).collect();
+    !mine.is_empty() && mine.len() == record.shapes.len() && mine.iter().all(|c| c.exact())
+}
+
+/// How `name` differs in `record`: `312 of 960 values differ, up to 153 ulp` at its worst shape.
+fn distance_in(record: &CellRecord, name: &str) -> String {
+    let worst = record
+        .shapes
+        .iter()
+        .filter_map(|s| s.candidates.iter().find(|c| c.name == name))
+        .max_by_key(|c| (c.error.is_some(), c.max_ulp));
+    match worst {
+        Some(c) if c.error.is_some() => "it did not run".into(),
+        Some(c) => format!("{} of {} values differ, up to {} ulp", c.differing, c.values, c.max_ulp),
+        None => "no evidence".into(),
+    }
+}
+
 /// The candidate of `key` to run on `client`'s device: `records` are the cell records to consult
-/// (`crate::embedded::cell_records`), `forced` an override. Returns the choice and why.
+/// (`crate::embedded::cell_records`), `forced` an override, `keep` which incumbents a declined
+/// cell may run. Returns the choice and why.
 pub fn choose_from(
     client: &Client,
     key: &CellKey,
     records: &[CellRecord],
     forced: Option<&Forced>,
+    keep: Keep,
 ) -> (Choice, String) {
     let runtime = client.name();
     let mine = incumbents(key, Some(runtime));
@@ -120,8 +173,36 @@ pub fn choose_from(
     if !record.decision.keeps_incumbent() {
         return (twin, record.why());
     }
-    let Some(name) = record.incumbent.as_deref() else {
+    let Some(fastest) = record.incumbent.as_deref() else {
         return (twin, format!("{}, but the record names no incumbent", record.why()));
+    };
+    let name = match keep {
+        Keep::Fastest => fastest,
+        Keep::Exact if exact_in(record, fastest) => fastest,
+        Keep::Exact => {
+            // The fastest of the bit-exact ones: the most shapes where it is the fastest of them.
+            let exact: Vec<&str> =
+                record.code.iter().map(|(n, _)| n.as_str()).filter(|n| *n != "twin" && exact_in(record, n)).collect();
+            let us = |s: &crate::cell_record::ShapeEvidence, n: &str| {
+                s.candidates.iter().find(|c| c.name == n).and_then(|c| c.us).map_or(f64::INFINITY, |u| u[1])
+            };
+            let best = exact
+                .iter()
+                .max_by_key(|n| record.shapes.iter().filter(|s| exact.iter().all(|o| us(s, n) <= us(s, o))).count());
+            match best {
+                Some(n) => *n,
+                None => {
+                    return (
+                        twin,
+                        format!(
+                            "{}, but `{fastest}` is not bit-exact ({}): the twin runs for the same bytes on every backend (ISLANDS_CELLS=fastest runs it)",
+                            record.why(),
+                            distance_in(record, fastest)
+                        ),
+                    );
+                }
+            }
+        }
     };
     match mine.iter().find(|i| i.name == name) {
         None => (twin, format!("{}, but `{name}` is not registered in this build", record.why())),
@@ -137,8 +218,9 @@ pub fn choose_from(
 /// setting or an unreadable ledger is an error.
 pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     let forced = forced().map_err(Clone::clone)?;
+    let keep = keep().map_err(Clone::clone)?;
     let records = crate::embedded::cell_records().map_err(|e| CellError::Runtime(e.to_string()))?;
-    let (choice, why) = choose_from(client, key, records, forced);
+    let (choice, why) = choose_from(client, key, records, forced, keep);
     log_once(format!("cell {key} on {}", client.name()), || {
         format!("islands: cell {key} on `{}` runs `{}`: {why}", client.name(), choice.name())
     });

@@ -13,9 +13,8 @@
 //! memory). This needs CubeCL's C++ code path, which islands' `cuda` feature selects.
 //!
 //! **Vulkan.** CubeCL 0.11's SPIR-V compiler refuses a precompiled kernel, and its wgpu path
-//! takes precompiled text only as WGSL or MSL, so a SPIR-V (GLSL) incumbent cannot go through a
-//! CubeCL launch; it needs the `wgpu` device behind the client, which CubeCL 0.11 hands out only
-//! when the client is set up (`cubecl::wgpu::init_setup`). Not built yet.
+//! takes precompiled text only as WGSL or MSL, so a GLSL incumbent cannot go through a CubeCL
+//! launch; `crate::glsl_kernel` runs it on the `wgpu` device and queue behind the client.
 
 use cubecl::CubeKernel;
 use cubecl::PrecompiledSource;
@@ -41,6 +40,14 @@ pub enum ForeignError {
     NotCuda(&'static str),
     #[error("`{entry}` is not an `extern \"C\"` entry point of its source")]
     NoEntry { entry: &'static str },
+    #[error("a GLSL kernel runs on a wgpu runtime only, not on `{0}`")]
+    NotWgpu(&'static str),
+    #[error("no wgpu device is kept for this client: open it with `RuntimeName::client`")]
+    NoWgpuDevice,
+    #[error("the GLSL kernel does not compile: {0}")]
+    Compile(String),
+    #[error("{0}")]
+    Runtime(String),
 }
 
 /// The kernel as CubeCL sees it: its own text, an empty definition for the launch settings.

@@ -22,6 +22,7 @@ pub mod evidence;
 pub mod fingerprint;
 pub mod foreign;
 pub mod gate;
+pub mod glsl_kernel;
 pub mod hash;
 pub mod inputs;
 pub mod intrinsic;

@@ -82,8 +82,17 @@ impl RuntimeName {
                 RuntimeName::Cpu => cubecl::cpu::CpuRuntime::client(&Default::default()),
                 #[cfg(feature = "vulkan")]
                 RuntimeName::Device(Backend::Vulkan) => {
-                    let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Vulkan);
-                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&device)
+                    // Opened through its setup, whose wgpu device and queue hand-written GLSL
+                    // kernels run on (`crate::glsl_kernel`); once per process.
+                    static DEVICE: std::sync::OnceLock<cubecl::wgpu::WgpuDevice> = std::sync::OnceLock::new();
+                    let device = DEVICE.get_or_init(|| {
+                        let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Vulkan);
+                        let setup =
+                            cubecl::wgpu::init_setup::<cubecl::wgpu::AutoGraphicsApi>(&device, Default::default());
+                        crate::glsl_kernel::keep(setup.device, setup.queue);
+                        device
+                    });
+                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(device)
                 }
                 #[cfg(feature = "wgpu")]
                 RuntimeName::Device(Backend::WebGpu) => {

@@ -11,8 +11,8 @@ use island_llm::kernels::MatvecShape;
 use island_llm::quant::QuantType;
 use island_runtime::cell::{self, Buffers, CellError, Incumbent, Lang, Shape};
 use island_runtime::cell_gate::{self, CellOptions};
-use island_runtime::cell_record::{CellDecision, CellRecord};
-use island_runtime::dispatch::{self, Forced};
+use island_runtime::cell_record::{CandidateEvidence, CandidateKind, CellDecision, CellRecord, ShapeEvidence};
+use island_runtime::dispatch::{self, Forced, Keep};
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::{Target, embedded};
 use libtest_mimic::{Failed, Trial};
@@ -28,9 +28,11 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("cells::the_registry_is_consistent", registry),
         Trial::test("cells::a_declined_cell_runs_its_incumbent_and_a_flipped_one_the_twin", dispatched),
         Trial::test("cells::a_candidate_setting_that_names_nothing_is_an_error", || {
-            match Forced::parse("no such kernel") {
-                Err(CellError::Setting(..)) => Ok(()),
-                other => Err(format!("ISLANDS_CANDIDATE=`no such kernel` gave {other:?}").into()),
+            match (Forced::parse("no such kernel"), Keep::parse("fastes")) {
+                (Err(CellError::Setting(..)), Err(CellError::Setting(..))) => Ok(()),
+                other => {
+                    Err(format!("ISLANDS_CANDIDATE=`no such kernel`, ISLANDS_CELLS=`fastes` gave {other:?}").into())
+                }
             }
         }),
     ];
@@ -164,7 +166,30 @@ fn dispatched() -> Result<(), Failed> {
     let shape = Shape { rows: 8, cols: 64 };
     let inputs = (op.inputs)(&shape, SEED);
     let want = (op.reference)(&shape, &inputs);
-    let record = |decision: CellDecision, hash: String| CellRecord {
+    // The record's evidence: the twin bit-exact, the marker bit-exact or not.
+    let evidence = |marker_exact: bool| {
+        let candidate = |name: &str, kind: CandidateKind, differing: usize| CandidateEvidence {
+            name: name.into(),
+            kind,
+            differing,
+            values: shape.rows,
+            max_ulp: differing as u64,
+            us: Some([1.0; 3]),
+            error: None,
+        };
+        vec![ShapeEvidence {
+            name: "test".into(),
+            rows: shape.rows,
+            cols: shape.cols,
+            oracle_rows: shape.rows,
+            candidates: vec![
+                candidate("twin", CandidateKind::Twin, 0),
+                candidate(MARKER.name, CandidateKind::Incumbent("CubeCL".into()), if marker_exact { 0 } else { 3 }),
+            ],
+            ratio: Some(0.5),
+        }]
+    };
+    let record = |decision: CellDecision, hash: String, marker_exact: bool| CellRecord {
         op: key.op.into(),
         quant: key.quant.into(),
         elems: key.elems.into(),
@@ -174,7 +199,7 @@ fn dispatched() -> Result<(), Failed> {
         threshold: 0.97,
         incumbent: Some(MARKER.name.into()),
         code: vec![("twin".into(), cell::twin_hash(op)), (MARKER.name.into(), hash)],
-        shapes: vec![],
+        shapes: evidence(marker_exact),
         seed: "0x0".into(),
         dispatches: 1,
         rounds: 1,
@@ -183,37 +208,85 @@ fn dispatched() -> Result<(), Failed> {
         sdk: "test".into(),
     };
     let current = cell::incumbent_hash(&MARKER);
-    let run = |records: &[CellRecord], forced: Option<&Forced>| -> Result<(&'static str, Vec<u8>), Failed> {
-        let (choice, why) = dispatch::choose_from(&cpu, &key, records, forced);
-        let h: Vec<_> = inputs.iter().map(|b| cpu.create_from_slice(b)).collect();
-        let (xq, xd, y) = (cpu.empty(shape.cols), cpu.empty(shape.cols / 32 * 4), cpu.create_from_slice(&[0xff; 32]));
-        let ms = MatvecShape { ty: QuantType::Q4_1, rows: shape.rows, blocks: shape.cols / 32, accumulate: false };
-        cells::launch_choice(
-            choice,
-            &cpu,
-            ms,
-            [&h[0], &h[1], &h[2], &h[3], &xq, &xd, &y],
-            &h[4],
-            Target::for_client(&cpu),
-        )?;
-        let out = island_runtime::readback::read(&cpu, y).map_err(|e| e.to_string())?;
-        eprintln!("  {} ({why})", choice.name());
-        Ok((choice.name(), out))
-    };
+    let run =
+        |records: &[CellRecord], forced: Option<&Forced>, keep: Keep| -> Result<(&'static str, Vec<u8>), Failed> {
+            let (choice, why) = dispatch::choose_from(&cpu, &key, records, forced, keep);
+            let h: Vec<_> = inputs.iter().map(|b| cpu.create_from_slice(b)).collect();
+            let (xq, xd, y) =
+                (cpu.empty(shape.cols), cpu.empty(shape.cols / 32 * 4), cpu.create_from_slice(&[0xff; 32]));
+            let ms = MatvecShape { ty: QuantType::Q4_1, rows: shape.rows, blocks: shape.cols / 32, accumulate: false };
+            cells::launch_choice(
+                choice,
+                &cpu,
+                ms,
+                [&h[0], &h[1], &h[2], &h[3], &xq, &xd, &y],
+                &h[4],
+                Target::for_client(&cpu),
+            )?;
+            let out = island_runtime::readback::read(&cpu, y).map_err(|e| e.to_string())?;
+            eprintln!("  {} ({why})", choice.name());
+            Ok((choice.name(), out))
+        };
     let sevens: Vec<u8> = f32::as_bytes(&[7.0f32; 8]).to_vec();
-    // (what, the records, the setting, the candidate that must run, its output)
-    type Case<'a> = (&'a str, Vec<CellRecord>, Option<Forced>, &'a str, &'a Vec<u8>);
-    let cases: [Case; 6] = [
-        ("declined", vec![record(CellDecision::Declined, current.clone())], None, MARKER.name, &sevens),
-        ("failed", vec![record(CellDecision::Failed, current.clone())], None, MARKER.name, &sevens),
-        ("flipped", vec![record(CellDecision::Flipped, current.clone())], None, "default", &want),
-        ("declined, incumbent changed", vec![record(CellDecision::Declined, "0".repeat(16))], None, "default", &want),
-        ("no record", vec![], None, "default", &want),
-        ("declined, twin forced", vec![record(CellDecision::Declined, current)], Some(Forced::Twin), "default", &want),
+    // (what, the records, the setting, which incumbents may run, the candidate that must run, its
+    // output). The CPU runtime has no arms: its twin is `default`.
+    type Case<'a> = (&'a str, Vec<CellRecord>, Option<Forced>, Keep, &'a str, &'a Vec<u8>);
+    let (exact, inexact) = (true, false);
+    let cases: [Case; 9] = [
+        (
+            "declined",
+            vec![record(CellDecision::Declined, current.clone(), exact)],
+            None,
+            Keep::Exact,
+            MARKER.name,
+            &sevens,
+        ),
+        ("failed", vec![record(CellDecision::Failed, current.clone(), exact)], None, Keep::Exact, MARKER.name, &sevens),
+        (
+            "declined, the incumbent not bit-exact",
+            vec![record(CellDecision::Declined, current.clone(), inexact)],
+            None,
+            Keep::Exact,
+            "default",
+            &want,
+        ),
+        (
+            "declined, not bit-exact, fastest kept",
+            vec![record(CellDecision::Declined, current.clone(), inexact)],
+            None,
+            Keep::Fastest,
+            MARKER.name,
+            &sevens,
+        ),
+        ("flipped", vec![record(CellDecision::Flipped, current.clone(), exact)], None, Keep::Exact, "default", &want),
+        (
+            "declined, the incumbent changed",
+            vec![record(CellDecision::Declined, "0".repeat(16), exact)],
+            None,
+            Keep::Exact,
+            "default",
+            &want,
+        ),
+        ("no record", vec![], None, Keep::Exact, "default", &want),
+        (
+            "declined, the twin forced",
+            vec![record(CellDecision::Declined, current.clone(), exact)],
+            Some(Forced::Twin),
+            Keep::Exact,
+            "default",
+            &want,
+        ),
+        (
+            "no record, the incumbent forced",
+            vec![],
+            Some(Forced::Named(MARKER.name.into())),
+            Keep::Exact,
+            MARKER.name,
+            &sevens,
+        ),
     ];
-    for (what, records, forced, name, bytes) in &cases {
-        let (ran, out) = run(records, forced.as_ref())?;
-        // The CPU runtime has no arms: its twin is `default`.
+    for (what, records, forced, keep, name, bytes) in &cases {
+        let (ran, out) = run(records, forced.as_ref(), *keep)?;
         if ran != *name || out != **bytes {
             return Err(format!(
                 "{what}: ran `{ran}`, expected `{name}`, and its output is {}",

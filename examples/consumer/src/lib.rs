@@ -1,10 +1,13 @@
 //! A downstream kernel: byte-swapping 32-bit words (big-endian data to little-endian), with the
 //! vendor's `byte_perm` in its CUDA arm. This crate writes no test for it: its `tests/islands.rs`
-//! runs the proofs the registry generates.
+//! runs the proofs the registry generates. [`cell`] registers the kernel as a cell of "verify,
+//! then delete", with the CUDA C++ kernel it replaces as the incumbent.
 
 // This crate's evidence ledger (`ledger.json`): what `islands gate` measured per device, and
 // what launches of its islands consult.
 islands::ledger!();
+
+pub mod cell;
 
 use island_vendor_byteperm::byte_perm;
 use islands::prelude::*;

@@ -1,11 +1,14 @@
 //! Incumbents: kernels written by hand in a backend's own language, the way engines run them
-//! today, for the cells of these examples ([`crate::cell`]). `islands gate --ops` runs each
-//! beside its single-source twin on the same client and buffers (`island_runtime::foreign`).
+//! today, for the cells of these examples ([`crate::cell`]): CUDA C++ (`rmsnorm.cu`,
+//! `island_runtime::foreign`) and a GLSL compute shader for Vulkan (`rmsnorm.comp`,
+//! `island_runtime::glsl_kernel`). `islands gate --ops` runs each beside its single-source twin
+//! on the same client and buffers.
 
 use crate::cell::RMSNORM_KEY;
 use cubecl::prelude::*;
 use island_runtime::cell::{Buffers, CellError, Incumbent, Lang, Shape};
 use island_runtime::foreign::CudaKernel;
+use island_runtime::glsl_kernel::GlslKernel;
 
 /// RMSNorm, one block of 256 threads per row (`rmsnorm.cu`).
 pub const RMSNORM_BLOCK: CudaKernel =
@@ -48,3 +51,21 @@ pub const RMSNORM_WARP_INCUMBENT: Incumbent = Incumbent {
     },
 };
 island_runtime::incumbent!(RMSNORM_WARP_INCUMBENT);
+
+/// RMSNorm in GLSL, one workgroup of 256 per row (`rmsnorm.comp`).
+pub const RMSNORM_GLSL: GlslKernel = GlslKernel { source: include_str!("rmsnorm.comp"), workgroup: (256, 1, 1) };
+
+pub const RMSNORM_GLSL_INCUMBENT: Incumbent = Incumbent {
+    cell: RMSNORM_KEY,
+    name: "workgroup per row (GLSL)",
+    lang: Lang::Glsl,
+    runtime: "wgpu<spirv>",
+    source: RMSNORM_GLSL.source,
+    launch: |client: &Client, s: &Shape, b: &Buffers| {
+        let (x, w, p) = (&b.inputs[0], &b.inputs[1], &b.inputs[2]);
+        RMSNORM_GLSL
+            .launch(client, (s.rows as u32, 1, 1), &[x, w, b.out, p])
+            .map_err(|e| launch_error("workgroup per row (GLSL)", e))
+    },
+};
+island_runtime::incumbent!(RMSNORM_GLSL_INCUMBENT);

@@ -1,11 +1,13 @@
-//! The engine's incumbents: its quantized matvec written by hand in CUDA C++ (`qmatvec.cu`), a
-//! quantizer kernel then a matvec kernel, on the cell's buffers ([`crate::cells`]).
+//! The engine's incumbents: its quantized matvec written by hand, a quantizer kernel then a
+//! matvec kernel on the cell's buffers ([`crate::cells`]): in CUDA C++ (`qmatvec.cu`, thread and
+//! warp per row) and in GLSL for Vulkan (`quantize_q8_1.comp`, `qmatvec_rows.comp`).
 
 use crate::cells::key;
 use crate::quant::QuantType;
 use cubecl::prelude::*;
 use island_runtime::cell::{Buffers, CellError, Incumbent, Lang, Shape};
 use island_runtime::foreign::CudaKernel;
+use island_runtime::glsl_kernel::GlslKernel;
 
 const SOURCE: &str = include_str!("qmatvec.cu");
 
@@ -64,3 +66,57 @@ incumbent!(Q4_1_THREAD_PER_ROW, QuantType::Q4_1, Design::ThreadPerRow, "thread p
 incumbent!(Q4_1_WARP_PER_ROW, QuantType::Q4_1, Design::WarpPerRow, "warp per row");
 incumbent!(Q8_0_THREAD_PER_ROW, QuantType::Q8_0, Design::ThreadPerRow, "thread per row");
 incumbent!(Q8_0_WARP_PER_ROW, QuantType::Q8_0, Design::WarpPerRow, "warp per row");
+
+/// The GLSL quantizer, one invocation per block.
+const QUANTIZE_GLSL: GlslKernel = GlslKernel { source: include_str!("quantize_q8_1.comp"), workgroup: (64, 1, 1) };
+
+/// The GLSL matvec, one invocation per row, for Q4_1 and Q8_0 weights.
+const MATVEC_GLSL_Q4_1: GlslKernel = GlslKernel {
+    source: concat!("#version 450\nconst bool Q4_1 = true;\n", include_str!("qmatvec_rows.comp")),
+    workgroup: (64, 1, 1),
+};
+const MATVEC_GLSL_Q8_0: GlslKernel = GlslKernel {
+    source: concat!("#version 450\nconst bool Q4_1 = false;\n", include_str!("qmatvec_rows.comp")),
+    workgroup: (64, 1, 1),
+};
+
+fn launch_glsl(ty: QuantType, client: &Client, s: &Shape, b: &Buffers) -> Result<(), CellError> {
+    let error = |reason: String| CellError::Launch { cell: key(ty).to_string(), candidate: "GLSL".into(), reason };
+    let ([w, d, m, x, params], [xq, xd]) = (b.inputs, b.scratch) else {
+        return Err(error("five inputs and two scratch buffers expected".into()));
+    };
+    let blocks = (s.cols / 32) as u32;
+    QUANTIZE_GLSL
+        .launch(client, (blocks.div_ceil(64), 1, 1), &[x, xq, xd, params])
+        .map_err(|e| error(e.to_string()))?;
+    let matvec = match ty {
+        QuantType::Q4_1 => MATVEC_GLSL_Q4_1,
+        QuantType::Q8_0 => MATVEC_GLSL_Q8_0,
+    };
+    matvec
+        .launch(client, ((s.rows as u32).div_ceil(64), 1, 1), &[w, d, m, xq, xd, params, b.out])
+        .map_err(|e| error(e.to_string()))
+}
+
+/// Both GLSL texts, as hashed into the records.
+const GLSL_SOURCE: &str = concat!(include_str!("quantize_q8_1.comp"), include_str!("qmatvec_rows.comp"));
+
+pub const Q4_1_GLSL: Incumbent = Incumbent {
+    cell: key(QuantType::Q4_1),
+    name: "thread per row (GLSL)",
+    lang: Lang::Glsl,
+    runtime: "wgpu<spirv>",
+    source: GLSL_SOURCE,
+    launch: |c, s, b| launch_glsl(QuantType::Q4_1, c, s, b),
+};
+island_runtime::incumbent!(Q4_1_GLSL);
+
+pub const Q8_0_GLSL: Incumbent = Incumbent {
+    cell: key(QuantType::Q8_0),
+    name: "thread per row (GLSL)",
+    lang: Lang::Glsl,
+    runtime: "wgpu<spirv>",
+    source: GLSL_SOURCE,
+    launch: |c, s, b| launch_glsl(QuantType::Q8_0, c, s, b),
+};
+island_runtime::incumbent!(Q8_0_GLSL);
