@@ -3,8 +3,9 @@
 //!
 //! | the device's record of the cell | what runs |
 //! |---|---|
-//! | declined, failed or twin unsupported, and an incumbent of the record was bit-exact at every shape, registered for the runtime with the hash it was gated with | the fastest such incumbent |
-//! | the same, but no incumbent of the record was bit-exact | the twin, logged with the incumbent's distance (`ISLANDS_CELLS=fastest`: the record's fastest incumbent) |
+//! | declined, failed or twin unsupported, and the record's fastest incumbent was bit-exact at every shape, registered for the runtime with the hash it was gated with | that incumbent |
+//! | the same, but it was not bit-exact: the bit-exact incumbent faster than the twin at the most shapes | that incumbent |
+//! | the same, but no bit-exact incumbent beats the twin | the twin, logged with the fastest incumbent's distance (`ISLANDS_CELLS=fastest`: that incumbent) |
 //! | declined or failed, but that incumbent is gone or its code changed | the twin (logged) |
 //! | flipped, twin only, unverified, or no record | the twin |
 //!
@@ -180,22 +181,25 @@ pub fn choose_from(
         Keep::Fastest => fastest,
         Keep::Exact if exact_in(record, fastest) => fastest,
         Keep::Exact => {
-            // The fastest of the bit-exact ones: the most shapes where it is the fastest of them.
-            let exact: Vec<&str> =
-                record.code.iter().map(|(n, _)| n.as_str()).filter(|n| *n != "twin" && exact_in(record, n)).collect();
+            // The bit-exact incumbent that is the fastest of the twin and the bit-exact
+            // incumbents at the most shapes; none if the twin is (a slower exact incumbent is
+            // no reason to leave the twin).
+            let mut contenders: Vec<&str> = vec!["twin"];
+            contenders
+                .extend(record.code.iter().map(|(n, _)| n.as_str()).filter(|n| *n != "twin" && exact_in(record, n)));
             let us = |s: &crate::cell_record::ShapeEvidence, n: &str| {
                 s.candidates.iter().find(|c| c.name == n).and_then(|c| c.us).map_or(f64::INFINITY, |u| u[1])
             };
-            let best = exact
-                .iter()
-                .max_by_key(|n| record.shapes.iter().filter(|s| exact.iter().all(|o| us(s, n) <= us(s, o))).count());
-            match best {
-                Some(n) => *n,
+            let wins =
+                |n: &str| record.shapes.iter().filter(|s| contenders.iter().all(|o| us(s, n) <= us(s, o))).count();
+            let best = contenders.iter().copied().filter(|n| *n != "twin").max_by_key(|n| wins(n));
+            match best.filter(|n| wins(n) > wins("twin")) {
+                Some(n) => n,
                 None => {
                     return (
                         twin,
                         format!(
-                            "{}, but `{fastest}` is not bit-exact ({}): the twin runs for the same bytes on every backend (ISLANDS_CELLS=fastest runs it)",
+                            "{}, but `{fastest}` is not bit-exact ({}) and no bit-exact incumbent is faster than the twin: the twin runs, for the same bytes on every backend (ISLANDS_CELLS=fastest runs `{fastest}`)",
                             record.why(),
                             distance_in(record, fastest)
                         ),

@@ -50,9 +50,11 @@ pub enum ForeignError {
     Runtime(String),
 }
 
-/// The kernel as CubeCL sees it: its own text, an empty definition for the launch settings.
+/// The kernel as CubeCL sees it: its own text (and its hash), an empty definition for the launch
+/// settings.
 struct Precompiled {
     kernel: CudaKernel,
+    hash: u64,
 }
 
 impl Precompiled {
@@ -69,10 +71,7 @@ impl KernelMetadata for Precompiled {
 
     fn id(&self) -> KernelId {
         // Every compilation cache is keyed by the id alone: it must cover the text.
-        KernelId::new::<Self>()
-            .cube_dim(self.dim())
-            .mode(ExecutionMode::Unchecked)
-            .info((self.kernel.entry, crate::hash::fnv1a(self.kernel.source.as_bytes())))
+        KernelId::new::<Self>().cube_dim(self.dim()).mode(ExecutionMode::Unchecked).info((self.kernel.entry, self.hash))
     }
 
     fn address_type(&self) -> ElemType {
@@ -103,11 +102,28 @@ impl CudaKernel {
         if client.name() != "cuda" {
             return Err(ForeignError::NotCuda(client.name()));
         }
+        let hash = self.checked_hash()?;
+        let args = buffers.iter().fold(KernelArguments::new(), |args, h| args.with_buffer((*h).clone().binding()));
+        client.launch(Box::new(Precompiled { kernel: *self, hash }), count, args);
+        Ok(())
+    }
+
+    /// The text's hash, after checking once per text and entry that the entry is there: hashing
+    /// and scanning a few kilobytes at every launch would cost microseconds a CubeCL kernel's
+    /// launch does not pay, and the comparison would measure launch paths.
+    fn checked_hash(&self) -> Result<u64, ForeignError> {
+        type Seen = Vec<((usize, usize, &'static str), u64)>;
+        static SEEN: std::sync::Mutex<Seen> = std::sync::Mutex::new(Vec::new());
+        let key = (self.source.as_ptr() as usize, self.source.len(), self.entry);
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, hash)) = seen.iter().find(|(k, _)| *k == key) {
+            return Ok(*hash);
+        }
         if !self.source.contains("extern \"C\"") || !self.source.contains(&format!("{}(", self.entry)) {
             return Err(ForeignError::NoEntry { entry: self.entry });
         }
-        let args = buffers.iter().fold(KernelArguments::new(), |args, h| args.with_buffer((*h).clone().binding()));
-        client.launch(Box::new(Precompiled { kernel: *self }), count, args);
-        Ok(())
+        let hash = crate::hash::fnv1a(self.source.as_bytes());
+        seen.push((key, hash));
+        Ok(hash)
     }
 }

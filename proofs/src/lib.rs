@@ -13,6 +13,7 @@
 //! and, in that target's file, a `use` of the crate (so that its registrations are linked) and
 //! [`harness!`]: `examples/vendor-byteperm/tests/islands.rs` is one, built by `cargo test`.
 
+pub mod cells;
 pub mod census;
 pub mod conformance;
 pub mod independence;
@@ -290,7 +291,8 @@ macro_rules! harness {
 
 /// The harness of a crate with islands: the proofs of its arms, its registry check, the
 /// lowering check of its arms and intrinsics, their conformance on every device runtime the
-/// build has, and whether its committed ledger records of the present Vulkan device still hold.
+/// build has, whether its committed ledger records of the present Vulkan device still hold, and
+/// the trials of its cells (`cells`).
 pub fn main(krate: &'static str, sources: String) -> ! {
     let crates: &'static [&'static str] = Box::leak(Box::new([krate]));
     let mut trials = proof_trials(crates);
@@ -299,5 +301,6 @@ pub fn main(krate: &'static str, sources: String) -> ! {
     trials.extend(saturation::trials(crates));
     trials.extend(lowering::trials(&[krate]));
     trials.extend(conformance_trials(&[krate]));
+    trials.extend(cells::trials(crates));
     run(trials)
 }

@@ -1,31 +1,26 @@
-//! Cells of "verify, then delete" (`island_runtime::cell`): the registry is consistent; each
-//! cell's plain-Rust reference is the CPU runtime's `default`; on each device runtime of the
-//! conformance list every candidate's bit-exact half agrees with the committed record of that
-//! device (CI: lavapipe), whose code hashes must be this build's; and an engine's op function
-//! runs what the record selects: the incumbent where the cell is declined, the twin where it
-//! flipped, where the incumbent changed, or with no record.
+//! Cells of "verify, then delete" (`island_runtime::cell`): the SDK's cells and their trials
+//! (`proofs::cells`: the registry, each reference against the CPU runtime's `default`, the
+//! committed records of the present device), and dispatch: an engine's op function runs what
+//! the record selects, the bit-exact incumbent where the cell is declined, the twin where it
+//! flipped, where the incumbent changed, where the incumbent is not bit-exact, or with no
+//! record.
 
 use cubecl::prelude::*;
 use island_llm::cells;
 use island_llm::kernels::MatvecShape;
 use island_llm::quant::QuantType;
 use island_runtime::cell::{self, Buffers, CellError, Incumbent, Lang, Shape};
-use island_runtime::cell_gate::{self, CellOptions};
 use island_runtime::cell_record::{CandidateEvidence, CandidateKind, CellDecision, CellRecord, ShapeEvidence};
 use island_runtime::dispatch::{self, Forced, Keep};
 use island_runtime::runtimes::RuntimeName;
-use island_runtime::{Target, embedded};
+use island_runtime::Target;
 use libtest_mimic::{Failed, Trial};
 
-/// The seed the committed records were gated with (`islands gate --ops`' default).
-const SEED: u64 = island_runtime::proof_run::DEFAULT_SEED;
-
-/// The largest shape the bit-exact re-run takes on a device runtime in CI.
-const MAX_VALUES: usize = 2 << 20;
+use proofs::cells::SEED;
 
 pub fn trials() -> Vec<Trial> {
     let mut trials = vec![
-        Trial::test("cells::the_registry_is_consistent", registry),
+        Trial::test("cells::the_sdk_registers_its_cells_with_cuda_incumbents", registry),
         Trial::test("cells::a_declined_cell_runs_its_incumbent_and_a_flipped_one_the_twin", dispatched),
         Trial::test("cells::a_candidate_setting_that_names_nothing_is_an_error", || {
             match (Forced::parse("no such kernel"), Keep::parse("fastes")) {
@@ -36,94 +31,17 @@ pub fn trials() -> Vec<Trial> {
             }
         }),
     ];
-    for registered in cell::ops() {
-        let key = registered.op.key;
-        let name = format!("{}_{}", key.op, key.quant);
-        trials.push(Trial::test(format!("cells::{name}_reference_is_the_cpu_default"), move || {
-            let cpu = RuntimeName::Cpu.client()?;
-            for shape in registered.op.shapes {
-                cell_gate::check_oracle(registered.op, &cpu, shape.shape, SEED)?;
-            }
-            Ok(())
-        }));
-        for runtime in proofs::conformance_runtimes().unwrap_or_default() {
-            trials.push(Trial::test(
-                format!("cells::{name}_on_{}_agrees_with_its_committed_record", runtime.as_str()),
-                move || recorded(registered, runtime),
-            ));
-        }
-    }
+    trials.extend(proofs::cells::trials(&["island-examples", "island-llm"]));
     trials
 }
 
 fn registry() -> Result<(), Failed> {
-    let problems = cell::registry_problems();
-    if !problems.is_empty() {
-        return Err(problems.join("\n").into());
-    }
     for key in [island_examples::cell::RMSNORM_KEY, cells::key(QuantType::Q4_1), cells::key(QuantType::Q8_0)] {
         if cell::op(&key).is_none() {
             return Err(format!("cell {key} is not registered").into());
         }
         if cell::incumbents(&key, Some("cuda")).is_empty() {
             return Err(format!("cell {key} has no CUDA incumbent").into());
-        }
-    }
-    Ok(())
-}
-
-/// The bit-exact half of the gate on `runtime`, against the committed record of its device: the
-/// same shapes, every candidate bit-exact or differing in as many values, the same code.
-fn recorded(registered: &'static cell::RegisteredOp, runtime: RuntimeName) -> Result<(), Failed> {
-    let (device, cpu) = (runtime.client()?, RuntimeName::Cpu.client()?);
-    let options = CellOptions {
-        seed: SEED,
-        threshold: island_runtime::cell_record::THRESHOLD,
-        dispatches: 1,
-        rounds: 1,
-        speed: false,
-        max_values: Some(MAX_VALUES),
-    };
-    let now = cell_gate::gate_cell(registered, &device, &cpu, &options)?;
-    let fp = cell::fingerprint(&device);
-    let records = embedded::cell_records().map_err(|e| e.to_string())?;
-    let Some(then) = records.iter().find(|r| r.is_of(&registered.op.key) && r.device.matches(&fp)) else {
-        return Err(format!(
-            "no committed record of cell {} on {fp}: run `islands gate --ops --runtime {}` and commit the ledger",
-            registered.op.key,
-            runtime.as_str()
-        )
-        .into());
-    };
-    if now.code != then.code {
-        return Err(format!(
-            "cell {}: the code changed since the record ({:?} → {:?}): gate again",
-            registered.op.key, then.code, now.code
-        )
-        .into());
-    }
-    if now.decision == CellDecision::Failed {
-        return Err(format!("cell {}: the twin is not bit-exact on {fp}", registered.op.key).into());
-    }
-    for s in &now.shapes {
-        let old = then
-            .shapes
-            .iter()
-            .find(|o| o.rows == s.rows && o.cols == s.cols)
-            .ok_or_else(|| format!("cell {}: the record has no shape {}×{}", registered.op.key, s.rows, s.cols))?;
-        for c in &s.candidates {
-            let o = old
-                .candidates
-                .iter()
-                .find(|o| o.name == c.name)
-                .ok_or_else(|| format!("cell {}: the record has no candidate `{}`", registered.op.key, c.name))?;
-            if (c.differing, &c.error) != (o.differing, &o.error) {
-                return Err(format!(
-                    "cell {} {}×{}, `{}`: {} values differ now ({:?}), {} in the record ({:?})",
-                    registered.op.key, s.rows, s.cols, c.name, c.differing, c.error, o.differing, o.error
-                )
-                .into());
-            }
         }
     }
     Ok(())

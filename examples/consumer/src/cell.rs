@@ -39,8 +39,8 @@ pub const BYTE_SWAP: Op = Op {
         unsafe {
             crate::byte_swap::launch_with(
                 client,
-                CubeCount::Static((n as u32).div_ceil(256), 1, 1),
-                CubeDim::new_1d(256),
+                CubeCount::Static((n as u32).div_ceil(1024), 1, 1),
+                CubeDim::new_1d(1024),
                 BufferArg::from_raw_parts(b.inputs[0].clone(), n),
                 BufferArg::from_raw_parts(b.out.clone(), n),
                 target,

@@ -52,8 +52,8 @@ pub const RMSNORM_WARP_INCUMBENT: Incumbent = Incumbent {
 };
 island_runtime::incumbent!(RMSNORM_WARP_INCUMBENT);
 
-/// RMSNorm in GLSL, one workgroup of 256 per row (`rmsnorm.comp`).
-pub const RMSNORM_GLSL: GlslKernel = GlslKernel { source: include_str!("rmsnorm.comp"), workgroup: (256, 1, 1) };
+/// RMSNorm in GLSL, one workgroup of 32 per row (`rmsnorm.comp`).
+pub const RMSNORM_GLSL: GlslKernel = GlslKernel { source: include_str!("rmsnorm.comp"), workgroup: (32, 1, 1) };
 
 pub const RMSNORM_GLSL_INCUMBENT: Incumbent = Incumbent {
     cell: RMSNORM_KEY,
