@@ -221,14 +221,19 @@ pub fn run_ops(
 /// Each shape's candidates: bit-exactness against the reference and kernel-only times.
 fn print_cell(r: &CellRecord) {
     for s in &r.shapes {
-        println!("  {} {}×{} (CPU `default` = reference on {} rows):", s.name, s.rows, s.cols, s.oracle_rows);
+        let timing = if s.timing.is_empty() { String::new() } else { format!(", timed by {}", s.timing) };
+        println!("  {} {}×{} (CPU `default` = reference on {} rows{timing}):", s.name, s.rows, s.cols, s.oracle_rows);
         for c in &s.candidates {
             let exact = match (&c.error, c.differing) {
                 (Some(e), _) => format!("ERROR {e}"),
                 (None, 0) => format!("bit-exact on all {} values", c.values),
                 (None, n) => format!("NOT bit-exact: {n} of {} values differ, up to {} ulp", c.values, c.max_ulp),
             };
-            let time = c.us.map_or(String::new(), |[lo, mid, hi]| format!(", {mid:.2} µs median ({lo:.2}–{hi:.2})"));
+            let mut time =
+                c.us.map_or(String::new(), |[lo, mid, hi]| format!(", {mid:.2} µs median ({lo:.2}–{hi:.2})"));
+            if let Some([_, eager, _]) = c.eager_us {
+                time.push_str(&format!(", eager {eager:.2} µs"));
+            }
             println!("    {:<16} {exact}{time}", c.name);
         }
         if let Some(ratio) = s.ratio {

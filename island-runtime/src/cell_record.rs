@@ -75,9 +75,13 @@ pub struct CandidateEvidence {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_ulp: u64,
     /// Median time per dispatch and the fastest and slowest round, in microseconds (absent when
-    /// the bit-exact half alone ran).
+    /// the bit-exact half alone ran), measured as the shape's `timing` says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub us: Option<[f64; 3]>,
+    /// The same with eager launches, where `us` is a graph replay: what the host's launch path
+    /// adds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_us: Option<[f64; 3]>,
     /// Why the candidate has no figures, if it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -102,6 +106,11 @@ pub struct ShapeEvidence {
     /// Rows on which the CPU runtime's `default` equalled the plain-Rust reference, bit for bit.
     pub oracle_rows: usize,
     pub candidates: Vec<CandidateEvidence>,
+    /// How the times were taken: `graph replay` (each candidate's launches recorded once and
+    /// replayed: the device's time, without the host's launch path) where the runtime records
+    /// graphs, `eager` elsewhere.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timing: String,
     /// The fastest incumbent's median time / the twin's: ≥ the threshold flips.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,

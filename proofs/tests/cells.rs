@@ -9,11 +9,11 @@ use cubecl::prelude::*;
 use island_llm::cells;
 use island_llm::kernels::MatvecShape;
 use island_llm::quant::QuantType;
+use island_runtime::Target;
 use island_runtime::cell::{self, Buffers, CellError, Incumbent, Lang, Shape};
 use island_runtime::cell_record::{CandidateEvidence, CandidateKind, CellDecision, CellRecord, ShapeEvidence};
 use island_runtime::dispatch::{self, Forced, Keep};
 use island_runtime::runtimes::RuntimeName;
-use island_runtime::Target;
 use libtest_mimic::{Failed, Trial};
 
 use proofs::cells::SEED;
@@ -93,6 +93,7 @@ fn dispatched() -> Result<(), Failed> {
             values: shape.rows,
             max_ulp: differing as u64,
             us: Some([1.0; 3]),
+            eager_us: None,
             error: None,
         };
         vec![ShapeEvidence {
@@ -104,6 +105,7 @@ fn dispatched() -> Result<(), Failed> {
                 candidate("twin", CandidateKind::Twin, 0),
                 candidate(MARKER.name, CandidateKind::Incumbent("CubeCL".into()), if marker_exact { 0 } else { 3 }),
             ],
+            timing: "eager".into(),
             ratio: Some(0.5),
         }]
     };
