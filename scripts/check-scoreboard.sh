@@ -26,29 +26,34 @@ import sys
 from html.parser import HTMLParser
 
 class Page(HTMLParser):
-    """The rendered DOM: each table cell's text outside folded <pre> evidence, the legend, th."""
+    """The rendered DOM: what each table cell shows before it is clicked (its text outside a
+    folded <details>, and the <summary> of one), the legend entries, the column heads."""
     def __init__(self):
         super().__init__()
         self.cells, self.heads, self.legend = [], [], 0
-        self.stack, self.text, self.in_pre = [], None, 0
+        self.stack, self.text, self.folded, self.summary = [], None, 0, 0
     def handle_starttag(self, tag, attrs):
         self.stack.append(tag)
         if tag in ("td", "th"):
             self.text = []
-        if tag == "pre":
-            self.in_pre += 1
+        if tag == "details":
+            self.folded += 1
+        if tag == "summary":
+            self.summary += 1
         if tag == "li":
             self.legend += 1
     def handle_endtag(self, tag):
-        if tag == "pre":
-            self.in_pre -= 1
+        if tag == "details":
+            self.folded -= 1
+        if tag == "summary":
+            self.summary -= 1
         if tag in ("td", "th") and self.text is not None:
             (self.cells if tag == "td" else self.heads).append(" ".join("".join(self.text).split()))
             self.text = None
         if self.stack:
             self.stack.pop()
     def handle_data(self, data):
-        if self.text is not None and not self.in_pre:
+        if self.text is not None and (not self.folded or self.summary):
             self.text.append(data)
 
 dom, page = sys.argv[1], sys.argv[2]

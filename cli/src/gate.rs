@@ -221,7 +221,7 @@ pub fn run_ops(
 /// Each shape's candidates: bit-exactness against the reference and kernel-only times.
 fn print_cell(r: &CellRecord) {
     for s in &r.shapes {
-        let timing = if s.timing.is_empty() { String::new() } else { format!(", timed by {}", s.timing) };
+        let timing = if s.timing.is_empty() { String::new() } else { format!(", {} times", s.timing) };
         println!("  {} {}×{} (CPU `default` = reference on {} rows{timing}):", s.name, s.rows, s.cols, s.oracle_rows);
         for c in &s.candidates {
             let exact = match (&c.error, c.differing) {

@@ -68,6 +68,26 @@ fn exactness(r: &CellRecord) -> String {
     parts.join(" · ")
 }
 
+/// One mark per candidate that ran, twin first: `twin ✓ · incumbents ✗✓`.
+fn marks(r: &CellRecord) -> String {
+    let exact = |name: &str| {
+        let all: Vec<_> = r.shapes.iter().flat_map(|s| &s.candidates).filter(|c| c.name == name).collect();
+        if all.iter().any(|c| c.error.is_some()) {
+            "–"
+        } else if all.iter().all(|c| c.differing == 0) {
+            "✓"
+        } else {
+            "✗"
+        }
+    };
+    let incumbents: String = r.code.iter().filter(|(n, _)| n != "twin").map(|(n, _)| exact(n)).collect();
+    if incumbents.is_empty() {
+        format!("twin {}", exact("twin"))
+    } else {
+        format!("twin {} · incumbents {incumbents}", exact("twin"))
+    }
+}
+
 /// Every cell record of this build's ledgers, by key then device.
 pub fn rows() -> Result<Vec<Row>, String> {
     let mut out: Vec<Row> = ledgers()?
@@ -185,7 +205,9 @@ pub fn html(rows: &[Row]) -> String {
          pre{white-space:pre-wrap;font-size:.8em;max-width:50em}</style></head><body>\
          <h1>Verify, then delete: cells</h1><p>Each cell is one (op, quant type, device): the twin (one \
          island kernel source) against the hand-written incumbents on the same device and buffers. \
-         Click a cell for its evidence.</p><table><tr><th>cell</th>",
+         Each cell shows its decision, the twin's speed over the fastest incumbent's at the worst shape, and \
+         whether each candidate was bit-exact against the CPU oracle (✓ yes, ✗ no, – did not run); click it for \
+         the distances and the evidence.</p><table><tr><th>cell</th>",
     );
     for d in &devs {
         let _ = write!(
@@ -205,10 +227,11 @@ pub fn html(rows: &[Row]) -> String {
                     let evidence = serde_json::to_string_pretty(&r.record).expect("plain data serialises");
                     let _ = write!(
                         out,
-                        "<td class=\"{}\"><details><summary><b>{}</b> {}</summary><small>{}</small><pre>{}</pre></details></td>",
+                        "<td class=\"{}\"><details><summary><b>{}</b> {} <small>{}</small></summary><small>{}</small><pre>{}</pre></details></td>",
                         class(&r.status),
                         esc(&r.status),
                         esc(&r.figure),
+                        esc(&marks(&r.record)),
                         esc(&r.exactness),
                         esc(&evidence)
                     );

@@ -9,7 +9,7 @@
 //!    ulps (for incumbents too: their divergence is what the twin removes);
 //! 3. the candidates are timed kernel-only side by side (buffers once, N dispatches, one sync),
 //!    in alternating rounds; medians with the fastest and slowest round are kept. Where the
-//!    runtime records graphs (CUDA), each candidate's launches are recorded once and the graphs
+//!    runtime's graphs capture every launch (CUDA), each candidate's launches are recorded once and the graphs
 //!    replayed, so that the times are the device's and not the host's launch path (CubeCL's
 //!    launch of its own kernels, with their metadata, costs the host about a microsecond more
 //!    than a precompiled kernel's); the eager times are kept beside them.
@@ -219,14 +219,20 @@ fn gate_shape(
             evidence[i].us = Some([us(s[0]), us(s[s.len() / 2]), us(s[s.len() - 1])]);
         }
         timing = "eager".into();
-        // Graph replay, where every candidate records.
-        let graphs: Result<Vec<cubecl::client::Graph>, String> = runnable
-            .iter()
-            .map(|&i| {
-                let (c, (scratch, out)) = (&all[i], &per[i]);
-                record_graph(device, || drop((c.launch)(&Buffers { inputs: &ins, scratch, out })))
-            })
-            .collect();
+        // Graph replay on CUDA, where a graph captures every launch on the stream, the
+        // incumbents' included. (CubeCL's wgpu client accepts a capture too, but a GLSL
+        // incumbent's dispatches bypass it: its replay would time nothing.)
+        let graphs: Result<Vec<cubecl::client::Graph>, String> = if device.name() != "cuda" {
+            Err("no graphs".into())
+        } else {
+            runnable
+                .iter()
+                .map(|&i| {
+                    let (c, (scratch, out)) = (&all[i], &per[i]);
+                    record_graph(device, || drop((c.launch)(&Buffers { inputs: &ins, scratch, out })))
+                })
+                .collect()
+        };
         if let Ok(graphs) = graphs {
             let mut closures: Vec<Box<dyn FnMut()>> = graphs
                 .iter()

@@ -107,8 +107,7 @@ pub struct ShapeEvidence {
     pub oracle_rows: usize,
     pub candidates: Vec<CandidateEvidence>,
     /// How the times were taken: `graph replay` (each candidate's launches recorded once and
-    /// replayed: the device's time, without the host's launch path) where the runtime records
-    /// graphs, `eager` elsewhere.
+    /// replayed: the device's time, without the host's launch path) on CUDA, `eager` elsewhere.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub timing: String,
     /// The fastest incumbent's median time / the twin's: ≥ the threshold flips.
