@@ -101,7 +101,8 @@ fn main() -> ExitCode {
 /// Settings every launch would consult: a wrong one is refused here, before the command line is
 /// read and before any work.
 fn settings() -> Result<(), CliError> {
-    island_runtime::policy::settings().map(|_| ()).map_err(|e| CliError::Settings(e.to_string()))
+    island_runtime::policy::settings().map_err(|e| CliError::Settings(e.to_string()))?;
+    island_runtime::dispatch::settings().map_err(|e| CliError::Settings(e.to_string()))
 }
 
 fn dispatch(command: Command) -> Result<Outcome, CliError> {

@@ -28,7 +28,7 @@ fn key_of(r: &CellRecord) -> String {
 
 /// Why the record is stale in this build, if it is.
 fn stale(r: &CellRecord) -> Option<String> {
-    let Some(op) = cell::ops().into_iter().find(|o| r.is_of(&o.op.key)) else {
+    let Some(op) = cell::ops().into_iter().find(|o| o.op.key.matches(r)) else {
         return Some("the cell is not registered in this build".into());
     };
     if r.hash_of("twin") != Some(cell::twin_hash(op.op).as_str()) {

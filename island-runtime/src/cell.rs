@@ -43,6 +43,13 @@ pub struct CellKey {
     pub elems: &'static str,
 }
 
+impl CellKey {
+    /// Whether `record` is of this cell.
+    pub fn matches(&self, record: &crate::cell_record::CellRecord) -> bool {
+        record.op == self.op && record.quant == self.quant && record.elems == self.elems
+    }
+}
+
 impl fmt::Display for CellKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.op, self.quant, self.elems)

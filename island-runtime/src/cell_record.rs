@@ -149,11 +149,6 @@ impl CellRecord {
         (&self.op, &self.quant, &self.elems, &self.device)
     }
 
-    /// Whether this record is of `key`.
-    pub fn is_of(&self, key: &crate::cell::CellKey) -> bool {
-        self.op == key.op && self.quant == key.quant && self.elems == key.elems
-    }
-
     /// The code hash the record keeps for `candidate` (`twin` or an incumbent's name).
     pub fn hash_of(&self, candidate: &str) -> Option<&str> {
         self.code.iter().find(|(n, _)| n == candidate).map(|(_, h)| h.as_str())

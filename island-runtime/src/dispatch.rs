@@ -1,5 +1,6 @@
 //! Which candidate of a cell an engine runs on a device, from the cell records of the ledgers
-//! (`islands gate --ops`), read once per process and logged once per cell and device.
+//! (`islands gate --ops`), read once per process and logged once per cell and device (a warning
+//! where an incumbent runs, information where the twin does).
 //!
 //! | the device's record of the cell | what runs |
 //! |---|---|
@@ -21,7 +22,7 @@
 
 use crate::cell::{CellError, CellKey, Incumbent, incumbent_hash, incumbents};
 use crate::cell_record::CellRecord;
-use crate::policy::log_once;
+use crate::policy::log_once_at;
 use crate::target::Target;
 use cubecl::prelude::Client;
 use std::sync::OnceLock;
@@ -101,6 +102,14 @@ pub fn keep() -> Result<Keep, &'static CellError> {
     KEEP.get_or_init(|| Keep::parse(&std::env::var("ISLANDS_CELLS").unwrap_or_default())).as_ref().copied()
 }
 
+/// Both settings of this process (`ISLANDS_CANDIDATE`, `ISLANDS_CELLS`), or the first that is
+/// wrong: for a program to refuse them before it launches anything.
+pub fn settings() -> Result<(), &'static CellError> {
+    forced()?;
+    keep()?;
+    Ok(())
+}
+
 /// This process's `ISLANDS_CANDIDATE`, read once.
 pub fn forced() -> Result<Option<&'static Forced>, &'static CellError> {
     static FORCED: OnceLock<Result<Option<Forced>, CellError>> = OnceLock::new();
@@ -145,7 +154,7 @@ pub fn choose_from(
     let twin = Choice::Twin(Target::for_client(client));
     let fp = crate::cell::fingerprint(client);
     let record = {
-        let all: Vec<&CellRecord> = records.iter().filter(|r| r.is_of(key) && r.device.same_device(&fp)).collect();
+        let all: Vec<&CellRecord> = records.iter().filter(|r| key.matches(r) && r.device.same_device(&fp)).collect();
         all.iter().find(|r| r.device.matches(&fp)).or(all.first()).copied()
     };
     match forced {
@@ -225,7 +234,10 @@ pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     let keep = keep().map_err(Clone::clone)?;
     let records = crate::embedded::cell_records().map_err(|e| CellError::Runtime(e.to_string()))?;
     let (choice, why) = choose_from(client, key, records, forced, keep);
-    log_once(format!("cell {key} on {}", client.name()), || {
+    // An incumbent computes its own bytes (bit-exact ones included, on the inputs the gate saw):
+    // that is worth a warning; the twin is the normal case.
+    let level = if matches!(choice, Choice::Incumbent(_)) { log::Level::Warn } else { log::Level::Info };
+    log_once_at(level, format!("cell {key} on {}", client.name()), || {
         format!("islands: cell {key} on `{}` runs `{}`: {why}", client.name(), choice.name())
     });
     Ok(choice)

@@ -204,12 +204,17 @@ pub fn logged() -> Vec<String> {
 
 static LOGGED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
-/// Logs `message` for `key` once per process.
+/// Logs `message` for `key` once per process, as a warning.
 pub fn log_once(key: String, message: impl FnOnce() -> String) {
+    log_once_at(log::Level::Warn, key, message)
+}
+
+/// Logs `message` for `key` once per process, at `level`.
+pub fn log_once_at(level: log::Level, key: String, message: impl FnOnce() -> String) {
     let mut seen = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
     if !seen.iter().any(|(k, _)| *k == key) {
         let message = message();
-        log::warn!("{message}");
+        log::log!(level, "{message}");
         seen.push((key, message));
     }
 }

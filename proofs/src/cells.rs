@@ -63,7 +63,7 @@ fn recorded(registered: &'static RegisteredOp, runtime: RuntimeName) -> Result<(
     let now = cell_gate::gate_cell(registered, &device, &cpu, &options)?;
     let fp = cell::fingerprint(&device);
     let records = embedded::cell_records().map_err(|e| e.to_string())?;
-    let Some(then) = records.iter().find(|r| r.is_of(&registered.op.key) && r.device.matches(&fp)) else {
+    let Some(then) = records.iter().find(|r| registered.op.key.matches(r) && r.device.matches(&fp)) else {
         return Err(format!(
             "no committed record of cell {} on {fp}: run `islands gate --ops --runtime {}` and commit the ledger",
             registered.op.key,

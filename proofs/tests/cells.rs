@@ -36,7 +36,12 @@ pub fn trials() -> Vec<Trial> {
 }
 
 fn registry() -> Result<(), Failed> {
-    for key in [island_examples::cell::RMSNORM_KEY, cells::key(QuantType::Q4_1), cells::key(QuantType::Q8_0)] {
+    for key in [
+        island_examples::cell::RMSNORM_KEY,
+        cells::key(QuantType::Q4_1),
+        cells::key(QuantType::Q8_0),
+        cells::SWIGLU_KEY,
+    ] {
         if cell::op(&key).is_none() {
             return Err(format!("cell {key} is not registered").into());
         }

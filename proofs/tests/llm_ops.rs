@@ -9,12 +9,12 @@
 //! on them, or the check fails as unable to fail. The shapes are SmolLM2-135M's.
 
 use island_llm::deciding::{Draw, activations, matrix};
-use island_llm::engine::rope_tables;
 use island_llm::kernels::AttnShape;
 use island_llm::math::exp_host;
 use island_llm::ops;
 use island_llm::quant::{QuantMatrix, QuantType};
 use island_llm::reference as r;
+use island_llm::rope::rope_tables;
 use island_llm::weights::Config;
 use island_runtime::Contract;
 use island_runtime::inputs::Rng;

@@ -1,10 +1,11 @@
 //! The engine's cells of "verify, then delete" (`island_runtime::cell`): the quantized matvec
-//! with its activation quantizer, `y = W·q8_1(x)`, for Q4_1 and Q8_0 weights. The twin is the
-//! engine's own pair of kernels ([`quantize_q8_1`], [`qmatvec`]); the incumbents are CUDA C++
-//! ([`crate::incumbents`]). [`matvec`] is what the engine calls: it runs the candidate the
-//! device's record selects (`island_runtime::dispatch`).
+//! with its activation quantizer, `y = W·q8_1(x)`, for Q4_1 and Q8_0 weights (the twin is the
+//! engine's own pair of kernels, [`quantize_q8_1`] and [`qmatvec`]), and SwiGLU (its
+//! [`swiglu`](crate::kernels::swiglu)). The incumbents are in [`crate::incumbents`]. [`matvec`]
+//! and [`swiglu`] are what the engine calls: each runs the candidate the device's record selects
+//! (`island_runtime::dispatch`).
 
-use crate::deciding::{activations, matrix};
+use crate::deciding::{Draw, activations, matrix};
 use crate::kernels::{MatvecShape, QUANT_UNITS, UNITS, grid, qmatvec};
 use crate::quant::{BLOCK, QuantType};
 use cubecl::prelude::*;
@@ -188,6 +189,98 @@ pub fn launch_choice(
             let scratch = [xq.clone(), xd.clone()];
             let s = Shape { rows: shape.rows, cols: shape.blocks * BLOCK };
             (inc.launch)(client, &s, &Buffers { inputs: &inputs, scratch: &scratch, out: y })
+        }
+    }
+}
+
+pub const SWIGLU_KEY: CellKey = CellKey { op: "swiglu", quant: "none", elems: "f32" };
+
+/// SwiGLU, `a[i] = (g / (1 + exp(−g))) · u` over `n` (gate, up) pairs stacked as `gate_up`. Inputs:
+/// `gate_up` (2n f32), `{n}` as u32; output `a` (n f32). A shape is 1 × n.
+pub const SWIGLU: Op = Op {
+    key: SWIGLU_KEY,
+    summary: "a = g / (1 + exp(-g)) · u, exp the engine's own (crate::math)",
+    shapes: &[
+        NamedShape { name: "SmolLM2-135M ffn (1536)", shape: Shape { rows: 1, cols: 1536 } },
+        NamedShape { name: "7B ffn (14336)", shape: Shape { rows: 1, cols: 14336 } },
+        // The largest the engine's one-dimensional grid reaches on Vulkan (65535 cubes of 64).
+        NamedShape { name: "wide (4.19M pairs, 48 MiB moved)", shape: Shape { rows: 1, cols: 65535 * 64 } },
+    ],
+    oracle_rows: 1,
+    check: |s| if s.rows == 1 && s.cols > 0 { Ok(()) } else { Err(format!("SwiGLU takes one row of pairs, got {s}")) },
+    inputs: |s, seed| {
+        let mut rng = Rng::new(seed);
+        let n = s.cols;
+        // Saturating gates (exp over- and underflow), ±0, subnormals, and ordinary values.
+        let gate = (0..n).map(|i| match i % 8 {
+            0 => -(90.0 + rng.unit() * 10.0),
+            1 => 90.0 + rng.unit() * 10.0,
+            2 => {
+                if i % 16 == 2 {
+                    0.0
+                } else {
+                    -0.0
+                }
+            }
+            3 => rng.wide(3) * 1e-40,
+            _ => rng.wide(4),
+        });
+        let gate: Vec<f32> = gate.collect();
+        let up: Vec<f32> = (0..n).map(|_| rng.wide(6)).collect();
+        let gate_up: Vec<f32> = gate.into_iter().chain(up).collect();
+        vec![f32::as_bytes(&gate_up).to_vec(), u32::as_bytes(&[n as u32]).to_vec()]
+    },
+    scratch: |_| Vec::new(),
+    out_bytes: |s| s.cols * 4,
+    output: island_runtime::ValueKind::F32,
+    reference: |s, i| {
+        let gate_up = f32::from_bytes(&i[0]);
+        let a: Vec<f32> = (0..s.cols).map(|j| crate::reference::swiglu(gate_up[j], gate_up[s.cols + j])).collect();
+        f32::as_bytes(&a).to_vec()
+    },
+    twin: |client, s, b, target| {
+        launch_swiglu(client, s.cols, &b.inputs[0], b.out, target);
+        Ok(())
+    },
+    twin_source: &[include_str!("kernels.rs"), include_str!("math.rs")],
+};
+island_runtime::op!(SWIGLU);
+
+/// The engine's [`swiglu`](crate::kernels::swiglu) kernel over `n` pairs with `target`.
+pub fn launch_swiglu(client: &Client, n: usize, gate_up: &Handle, a: &Handle, target: Target) {
+    let (count, dim) = grid(n, UNITS);
+    // SAFETY: the callers allocate `gate_up` with 2n values and `a` with n.
+    unsafe {
+        crate::kernels::swiglu::launch_with(
+            client,
+            count,
+            dim,
+            BufferArg::from_raw_parts(gate_up.clone(), 2 * n),
+            BufferArg::from_raw_parts(a.clone(), n),
+            n,
+            target,
+        );
+    }
+}
+
+/// SwiGLU over `n` pairs with the candidate the device's record selects (as [`matvec`]);
+/// `params` holds `{n}` as u32.
+pub fn swiglu(
+    client: &Client,
+    n: usize,
+    gate_up: &Handle,
+    a: &Handle,
+    params: &Handle,
+    target: Target,
+) -> Result<(), CellError> {
+    match dispatch::choose(client, &SWIGLU_KEY)? {
+        choice @ Choice::Twin(forced) => {
+            launch_swiglu(client, n, gate_up, a, if choice.name() == "default" { forced } else { target });
+            Ok(())
+        }
+        Choice::Incumbent(inc) => {
+            let inputs = [gate_up.clone(), params.clone()];
+            (inc.launch)(client, &Shape { rows: 1, cols: n }, &Buffers { inputs: &inputs, scratch: &[], out: a })
         }
     }
 }

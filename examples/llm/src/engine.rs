@@ -2,10 +2,9 @@
 //! cache, one token a step.
 
 use crate::error::LlmError;
-use crate::kernels::{
-    AttnShape, MatvecShape, UNITS, attend, embed, grid, rmsnorm, rope_store, scores, softmax, swiglu,
-};
+use crate::kernels::{AttnShape, MatvecShape, UNITS, attend, embed, grid, rmsnorm, rope_store, scores, softmax};
 use crate::quant::{BLOCK, QuantMatrix};
+use crate::rope::rope_tables;
 use crate::weights::{Config, Model};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -76,6 +75,8 @@ pub struct Engine {
     cos: Handle,
     sin: Handle,
     scratch: Scratch,
+    /// `{ffn}` as u32: the SwiGLU incumbents' scalar (`crate::cells::swiglu`).
+    ffn_params: Handle,
     /// Positions filled so far.
     pos: usize,
 }
@@ -84,26 +85,12 @@ fn f32s(client: &Client, v: &[f32]) -> Handle {
     client.create_from_slice(f32::as_bytes(v))
 }
 
-/// RoPE's table for `context` positions: `cos` and `sin` of `pos · base^(−2i/64)`, computed in
-/// f64 on the host and rounded once.
-pub fn rope_tables(config: &Config, context: usize) -> (Vec<f32>, Vec<f32>) {
-    let half = config.head_dim / 2;
-    let mut cos = Vec::with_capacity(context * half);
-    let mut sin = Vec::with_capacity(context * half);
-    for p in 0..context {
-        for i in 0..half {
-            let theta = p as f64 * (config.rope_base as f64).powf(-2.0 * i as f64 / config.head_dim as f64);
-            cos.push(theta.cos() as f32);
-            sin.push(theta.sin() as f32);
-        }
-    }
-    (cos, sin)
-}
-
 impl Engine {
     /// Uploads `model` to `client`'s device for sequences of up to `context` positions. `target`
     /// is the islands' tag (`None`: the device's, under the launch policy).
     pub fn new(client: &Client, model: &Model, context: usize, target: Option<Target>) -> Result<Engine, LlmError> {
+        // Which candidate each cell runs is read at the first step: a wrong setting stops here.
+        island_runtime::dispatch::settings().map_err(|e| LlmError::Setting(e.to_string()))?;
         let c = model.config;
         if context == 0 || context > c.context {
             return Err(LlmError::Setting(format!(
@@ -153,6 +140,7 @@ impl Engine {
             cos: f32s(client, &cos),
             sin: f32s(client, &sin),
             scratch,
+            ffn_params: client.create_from_slice(u32::as_bytes(&[c.ffn as u32])),
             pos: 0,
         })
     }
@@ -251,8 +239,8 @@ impl Engine {
             self.matvec(&layer.out, &sc.att, c.dim, &sc.x)?;
             self.norm(&sc.x, &layer.ffn_norm, &sc.h);
             self.matvec(&layer.gate_up, &sc.h, c.dim, &sc.gate_up)?;
-            let (count, dim) = grid(c.ffn, UNITS);
-            swiglu::launch_with(client, count, dim, buf(&sc.gate_up, 2 * c.ffn), buf(&sc.a, c.ffn), c.ffn, t);
+            crate::cells::swiglu(client, c.ffn, &sc.gate_up, &sc.a, &self.ffn_params, t)
+                .map_err(|e| LlmError::Runtime(e.to_string()))?;
             self.matvec(&layer.down, &sc.a, c.ffn, &sc.x)?;
         }
         self.pos += 1;

@@ -10,7 +10,8 @@
 //!   alone on host values, for the kernel-level checks, on inputs from [`deciding`].
 //! - [`cells`]: the quantized matvec as cells of "verify, then delete", which the engine
 //!   dispatches through, with hand-written CUDA C++ [`incumbents`].
-//! - [`reference`]: the same forward pass in plain Rust, operation for operation;
+//! - [`reference`]: the same forward pass in plain Rust, operation for operation ([`rope`]: its
+//!   and the engine's RoPE tables);
 //!   [`float_reference`]: the textbook forward pass in f64, to show the engine is also correct.
 //! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs.
 
@@ -30,6 +31,7 @@ pub mod model_file;
 pub mod ops;
 pub mod quant;
 pub mod reference;
+pub mod rope;
 pub mod tokenizer;
 pub mod weights;
 

@@ -4,9 +4,9 @@
 //! CPU runtime's logits must equal its logits bit for bit; any kernel that indexes, orders or
 //! rounds differently fails that comparison.
 
-use crate::engine::rope_tables;
 use crate::math::exp_host;
 use crate::quant::{BLOCK, QuantMatrix, QuantType};
+use crate::rope::rope_tables;
 use crate::weights::{Config, Model};
 use island_examples::q8_matvec::quantize_block;
 use island_intrinsics::dp4a::reference as dot4;

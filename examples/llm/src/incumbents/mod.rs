@@ -1,8 +1,9 @@
 //! The engine's incumbents: its quantized matvec written by hand, a quantizer kernel then a
 //! matvec kernel on the cell's buffers ([`crate::cells`]): in CUDA C++ (`qmatvec.cu`, thread and
-//! warp per row) and in GLSL for Vulkan (`quantize_q8_1.comp`, `qmatvec_rows.comp`).
+//! warp per row) and in GLSL for Vulkan (`quantize_q8_1.comp`, `qmatvec_rows.comp`); and SwiGLU in
+//! CUDA C++ (`swiglu.cu`).
 
-use crate::cells::key;
+use crate::cells::{SWIGLU_KEY, key};
 use crate::quant::QuantType;
 use cubecl::prelude::*;
 use island_runtime::cell::{Buffers, CellError, Incumbent, Lang, Shape};
@@ -120,3 +121,23 @@ pub const Q8_0_GLSL: Incumbent = Incumbent {
     launch: |c, s, b| launch_glsl(QuantType::Q8_0, c, s, b),
 };
 island_runtime::incumbent!(Q8_0_GLSL);
+
+const SWIGLU_CUDA: CudaKernel =
+    CudaKernel { source: include_str!("swiglu.cu"), entry: "swiglu_f32", cube_dim: (256, 1, 1) };
+
+pub const SWIGLU_EXPF: Incumbent = Incumbent {
+    cell: SWIGLU_KEY,
+    name: "expf (CUDA C++)",
+    lang: Lang::CudaCpp,
+    runtime: "cuda",
+    source: SWIGLU_CUDA.source,
+    launch: |client, s, b| {
+        let count = CubeCount::Static((s.cols as u32).div_ceil(256), 1, 1);
+        SWIGLU_CUDA.launch(client, count, &[&b.inputs[0], b.out, &b.inputs[1]]).map_err(|e| CellError::Launch {
+            cell: SWIGLU_KEY.to_string(),
+            candidate: "expf (CUDA C++)".into(),
+            reason: e.to_string(),
+        })
+    },
+};
+island_runtime::incumbent!(SWIGLU_EXPF);
