@@ -21,7 +21,8 @@ pub enum CellDecision {
     Flipped,
     /// The twin is bit-exact but slower at some shape: the fastest incumbent runs.
     Declined,
-    /// The twin is not bit-exact: the fastest incumbent runs, and the twin is a bug.
+    /// The twin is not bit-exact: the fastest incumbent runs (the twin, with a warning, where
+    /// there is none), and the twin is a bug.
     Failed,
     /// The twin cannot run on this device (its launch refuses it, e.g. a compiler defect the
     /// SDK knows of): the fastest incumbent runs.
@@ -173,7 +174,9 @@ pub fn decide(twin_ran: bool, twin_exact: bool, has_incumbent: bool, ratios: &[f
         return if has_incumbent { CellDecision::Unsupported } else { CellDecision::Unverified };
     }
     if !twin_exact {
-        return if has_incumbent { CellDecision::Failed } else { CellDecision::Unverified };
+        // A twin that is not bit-exact is a bug of the twin (or of the device) whether or not
+        // an incumbent exists.
+        return CellDecision::Failed;
     }
     if !has_incumbent {
         return CellDecision::TwinOnly;
@@ -197,6 +200,7 @@ mod tests {
         assert_eq!(decide(true, true, true, &[1.2, 0.96], 0.97), CellDecision::Declined);
         assert_eq!(decide(true, true, true, &[0.97], 0.97), CellDecision::Flipped);
         assert_eq!(decide(true, false, true, &[2.0], 0.97), CellDecision::Failed);
+        assert_eq!(decide(true, false, false, &[], 0.97), CellDecision::Failed);
         assert_eq!(decide(true, true, false, &[], 0.97), CellDecision::TwinOnly);
         assert_eq!(decide(true, true, true, &[], 0.97), CellDecision::Unverified);
         assert_eq!(decide(false, false, true, &[], 0.97), CellDecision::Unsupported);

@@ -21,7 +21,7 @@
 //! error before any launch.
 
 use crate::cell::{CellError, CellKey, Incumbent, incumbent_hash, incumbents};
-use crate::cell_record::CellRecord;
+use crate::cell_record::{CellDecision, CellRecord};
 use crate::policy::log_once_at;
 use crate::target::Target;
 use cubecl::prelude::Client;
@@ -236,7 +236,8 @@ pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     let (choice, why) = choose_from(client, key, records, forced, keep);
     // An incumbent computes its own bytes (bit-exact ones included, on the inputs the gate saw):
     // that is worth a warning; the twin is the normal case.
-    let level = if matches!(choice, Choice::Incumbent(_)) { log::Level::Warn } else { log::Level::Info };
+    let failed = why.starts_with(CellDecision::Failed.word());
+    let level = if matches!(choice, Choice::Incumbent(_)) || failed { log::Level::Warn } else { log::Level::Info };
     log_once_at(level, format!("cell {key} on {}", client.name()), || {
         format!("islands: cell {key} on `{}` runs `{}`: {why}", client.name(), choice.name())
     });

@@ -49,9 +49,36 @@ pub fn matrix(ty: QuantType, rows: usize, cols: usize, rng: &mut Rng) -> Result<
     QuantMatrix::from_gguf(ty, rows, cols, &bytes)
 }
 
+/// A block whose quantization depends on dividing by the scale, not multiplying by its reciprocal:
+/// its maximum fixes `d = amax / 127` (not a power of two), and each other value lies next to a
+/// rounding boundary `(k + ½)·d` where `round(x / d)` and `round(x · (1 / d))` differ.
+fn reciprocal_block(rng: &mut Rng) -> Vec<f32> {
+    let amax = 127.0 * (0.3 + rng.unit());
+    let d = amax / 127.0;
+    let id = 1.0 / d;
+    let mut block = vec![amax];
+    for k in 0..4000u32 {
+        if block.len() == 32 {
+            break;
+        }
+        let center = ((k % 120) as f32 + 0.5) * d;
+        let found = (0..64u32)
+            .flat_map(|step| [f32::from_bits(center.to_bits() + step), f32::from_bits(center.to_bits() - step)])
+            .find(|x| (x / d).round() != (x * id).round());
+        if let Some(x) = found {
+            block.push(if k % 2 == 0 { x } else { -x });
+        }
+    }
+    while block.len() < 32 {
+        block.push(rng.unit() * amax);
+    }
+    block
+}
+
 /// Activations for the quantizer and the matvec: blocks whose magnitudes differ by many binades
 /// (the order of the block sums decides), blocks of exact rounding ties `(k + ½)·d` with `d` a
-/// power of two, an all-zero block, −0.0, and one block a million times larger than the rest.
+/// power of two, blocks where dividing by the scale and multiplying by its reciprocal round apart,
+/// an all-zero block, −0.0, and one block a million times larger than the rest.
 pub fn activations(cols: usize, rng: &mut Rng) -> Vec<f32> {
     (0..cols / 32)
         .flat_map(|b| {
@@ -62,6 +89,7 @@ pub fn activations(cols: usize, rng: &mut Rng) -> Vec<f32> {
                 1 => vec![0.0; 32],
                 2 => (0..32).map(|j| if j % 3 == 0 { -0.0 } else { rng.wide(2) }).collect(),
                 3 if b == 3 => (0..32).map(|j| if j == 9 { 3e7 } else { rng.wide(3) * 1e5 }).collect(),
+                5 => reciprocal_block(rng),
                 _ => {
                     let scale = 2f32.powi((b as i32 * 7) % 40 - 20);
                     (0..32).map(|_| rng.wide(2) * scale).collect()
