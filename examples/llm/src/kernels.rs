@@ -10,7 +10,7 @@
 //! examples' [`dot_word`]) and the activation quantizer's block maximum
 //! ([`island_examples::q8_matvec::quantize_q8_1`]).
 
-use crate::math::exp;
+use crate::math::{exp, flush};
 use crate::quant::QuantType;
 use cubecl::prelude::*;
 use island_examples::q8_matvec::dot_word;
@@ -255,13 +255,15 @@ pub fn attend(p: &[f32], vc: &[f32], out: &mut [f32], n: u32, base: u32, #[compt
     }
 }
 
-/// SwiGLU over `gate_up` (`gate`, `up` stacked, `n` each): `a[i] = (g / (1 + exp(−g))) · u`.
+/// SwiGLU over `gate_up` (`gate`, `up` stacked, `n` each): `a[i] = (g / (1 + exp(−g))) · u`,
+/// with `g`, `u` and the result [`flush`]ed: a device that flushes subnormals (the H200's Vulkan
+/// driver) computes the same bits.
 #[islands]
 #[cube(launch)]
 pub fn swiglu(gate_up: &[f32], a: &mut [f32], #[comptime] n: usize) {
     let i = ABSOLUTE_POS;
     if i < n {
-        let g = gate_up[i];
-        a[i] = exact::div(g, 1.0f32 + exp(-g, target), target) * gate_up[n + i];
+        let g = flush(gate_up[i]);
+        a[i] = flush(exact::div(g, 1.0f32 + exp(-g, target), target) * flush(gate_up[n + i]));
     }
 }

@@ -4,7 +4,7 @@
 //! CPU runtime's logits must equal its logits bit for bit; any kernel that indexes, orders or
 //! rounds differently fails that comparison.
 
-use crate::math::exp_host;
+use crate::math::{exp_host, flush_host};
 use crate::quant::{BLOCK, QuantMatrix, QuantType};
 use crate::rope::rope_tables;
 use crate::weights::{Config, Model};
@@ -99,9 +99,11 @@ pub fn weighted_sum(p: &[f32], v: impl IntoIterator<Item = f32>) -> f32 {
     p.iter().zip(v).fold(0.0f32, |a, (&pj, vj)| pj.mul_add(vj, a))
 }
 
-/// [`crate::kernels::swiglu`] of one pair: `(g / (1 + exp(−g))) · u`.
+/// [`crate::kernels::swiglu`] of one pair: `(g / (1 + exp(−g))) · u`, subnormal `g`, `u` and
+/// result flushed to a zero of their sign.
 pub fn swiglu(g: f32, u: f32) -> f32 {
-    g / (1.0 + exp_host(-g)) * u
+    let g = flush_host(g);
+    flush_host(g / (1.0 + exp_host(-g)) * flush_host(u))
 }
 
 impl<'m> Reference<'m> {
