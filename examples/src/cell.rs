@@ -68,3 +68,24 @@ fn rms_twin(client: &Client, s: &Shape, b: &Buffers, target: Target) -> Result<(
         }
     })
 }
+
+/// RMSNorm over `rows` rows of `cols` with the candidate the device's cell record selects
+/// (`island_runtime::dispatch`): the twin where the cell flipped or was not measured, a bit-exact
+/// incumbent that beats it where it was declined. `params` holds `{cols, eps bits, rows}` as u32
+/// (the incumbents' scalars), with [`EPS`].
+pub fn rmsnorm(
+    client: &Client,
+    x: &cubecl::server::Handle,
+    w: &cubecl::server::Handle,
+    y: &cubecl::server::Handle,
+    params: &cubecl::server::Handle,
+    shape: Shape,
+) -> Result<(), CellError> {
+    (RMSNORM.check)(&shape).map_err(|reason| CellError::Shape { cell: RMSNORM_KEY.to_string(), reason })?;
+    let inputs = [x.clone(), w.clone(), params.clone()];
+    let buffers = Buffers { inputs: &inputs, scratch: &[], out: y };
+    match island_runtime::dispatch::choose(client, &RMSNORM_KEY)? {
+        island_runtime::dispatch::Choice::Twin(target) => rms_twin(client, &shape, &buffers, target),
+        island_runtime::dispatch::Choice::Incumbent(inc) => (inc.launch)(client, &shape, &buffers),
+    }
+}

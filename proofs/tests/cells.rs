@@ -22,6 +22,7 @@ pub fn trials() -> Vec<Trial> {
     let mut trials = vec![
         Trial::test("cells::the_sdk_registers_its_cells_with_cuda_incumbents", registry),
         Trial::test("cells::a_declined_cell_runs_its_incumbent_and_a_flipped_one_the_twin", dispatched),
+        Trial::test("cells::the_rmsnorm_op_function_runs_the_twin_here_and_refuses_a_bad_shape", rmsnorm_op),
         Trial::test("cells::a_candidate_setting_that_names_nothing_is_an_error", || {
             match (Forced::parse("no such kernel"), Keep::parse("fastes")) {
                 (Err(CellError::Setting(..)), Err(CellError::Setting(..))) => Ok(()),
@@ -221,4 +222,25 @@ fn dispatched() -> Result<(), Failed> {
         }
     }
     Ok(())
+}
+
+/// `island_examples::cell::rmsnorm` on the CPU runtime (no record: the twin) computes the
+/// reference's bytes, and refuses a shape its kernel cannot take before launching anything.
+fn rmsnorm_op() -> Result<(), Failed> {
+    let cpu = RuntimeName::Cpu.client()?;
+    let op = &island_examples::cell::RMSNORM;
+    let shape = Shape { rows: 3, cols: 64 };
+    let inputs = (op.inputs)(&shape, SEED);
+    let want = (op.reference)(&shape, &inputs);
+    let h: Vec<_> = inputs.iter().map(|b| cpu.create_from_slice(b)).collect();
+    let y = cpu.create_from_slice(&vec![0xffu8; want.len()]);
+    island_examples::cell::rmsnorm(&cpu, &h[0], &h[1], &y, &h[2], shape)?;
+    let got = island_runtime::readback::read(&cpu, y.clone()).map_err(|e| e.to_string())?;
+    if got != want {
+        return Err("the RMSNorm op function's output is not the reference's".into());
+    }
+    match island_examples::cell::rmsnorm(&cpu, &h[0], &h[1], &y, &h[2], Shape { rows: 3, cols: 62 }) {
+        Err(CellError::Shape { .. }) => Ok(()),
+        other => Err(format!("a 3×62 RMSNorm gave {other:?}").into()),
+    }
 }
