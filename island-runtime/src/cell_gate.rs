@@ -133,6 +133,27 @@ fn upload(op: &Op, client: &Client, shape: &Shape, inputs: &Inputs) -> (Vec<Hand
     (ins, scratch, out)
 }
 
+/// Times `dispatches` side by side (`crate::bench::side_by_side_samples`): for each, its median
+/// time per dispatch and its fastest and slowest round, in microseconds.
+fn time_side_by_side(
+    device: &Client,
+    options: &CellOptions,
+    names: &[&str],
+    mut dispatches: Vec<Box<dyn FnMut() + '_>>,
+) -> Result<Vec<[f64; 3]>, CellError> {
+    let mut variants: Vec<(&str, &mut dyn FnMut())> =
+        names.iter().zip(dispatches.iter_mut()).map(|(n, f)| (*n, &mut **f as &mut dyn FnMut())).collect();
+    let samples = bench::side_by_side_samples(device, options.rounds, options.dispatches, &mut variants)
+        .map_err(|e| CellError::Runtime(e.to_string()))?;
+    Ok(samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort();
+            [us(s[0]), us(s[s.len() / 2]), us(s[s.len() - 1])]
+        })
+        .collect())
+}
+
 /// Records what `dispatch` launches as a graph: a launch to warm up (compilation, caches), then
 /// one captured. An error where the runtime records no graphs.
 fn record_graph(client: &Client, mut dispatch: impl FnMut()) -> Result<cubecl::client::Graph, String> {
@@ -199,7 +220,8 @@ fn gate_shape(
     let mut timing = String::new();
     if options.speed {
         let runnable: Vec<usize> = (0..all.len()).filter(|&i| evidence[i].error.is_none()).collect();
-        let mut closures: Vec<Box<dyn FnMut()>> = runnable
+        let names: Vec<&str> = runnable.iter().map(|&i| all[i].name.as_str()).collect();
+        let eager: Vec<Box<dyn FnMut() + '_>> = runnable
             .iter()
             .map(|&i| {
                 let (c, (scratch, out)) = (&all[i], &per[i]);
@@ -207,16 +229,8 @@ fn gate_shape(
                 Box::new(move || drop((c.launch)(&Buffers { inputs: ins, scratch, out }))) as Box<dyn FnMut()>
             })
             .collect();
-        let mut variants: Vec<(&str, &mut dyn FnMut())> = runnable
-            .iter()
-            .zip(closures.iter_mut())
-            .map(|(&i, f)| (all[i].name.as_str(), &mut **f as &mut dyn FnMut()))
-            .collect();
-        let samples = bench::side_by_side_samples(device, options.rounds, options.dispatches, &mut variants)
-            .map_err(|e| CellError::Runtime(e.to_string()))?;
-        for (&i, mut s) in runnable.iter().zip(samples) {
-            s.sort();
-            evidence[i].us = Some([us(s[0]), us(s[s.len() / 2]), us(s[s.len() - 1])]);
+        for (&i, t) in runnable.iter().zip(time_side_by_side(device, options, &names, eager)?) {
+            evidence[i].us = Some(t);
         }
         timing = "eager".into();
         // Graph replay on CUDA, where a graph captures every launch on the stream, the
@@ -234,7 +248,7 @@ fn gate_shape(
                 .collect()
         };
         if let Ok(graphs) = graphs {
-            let mut closures: Vec<Box<dyn FnMut()>> = graphs
+            let replays: Vec<Box<dyn FnMut() + '_>> = graphs
                 .iter()
                 .map(|g| {
                     // SAFETY: the graph's buffers live until this function returns, and only this
@@ -242,17 +256,9 @@ fn gate_shape(
                     Box::new(move || drop(unsafe { g.replay() })) as Box<dyn FnMut()>
                 })
                 .collect();
-            let mut variants: Vec<(&str, &mut dyn FnMut())> = runnable
-                .iter()
-                .zip(closures.iter_mut())
-                .map(|(&i, f)| (all[i].name.as_str(), &mut **f as &mut dyn FnMut()))
-                .collect();
-            let samples = bench::side_by_side_samples(device, options.rounds, options.dispatches, &mut variants)
-                .map_err(|e| CellError::Runtime(e.to_string()))?;
-            for (&i, mut s) in runnable.iter().zip(samples) {
-                s.sort();
+            for (&i, t) in runnable.iter().zip(time_side_by_side(device, options, &names, replays)?) {
                 evidence[i].eager_us = evidence[i].us;
-                evidence[i].us = Some([us(s[0]), us(s[s.len() / 2]), us(s[s.len() - 1])]);
+                evidence[i].us = Some(t);
             }
             timing = "graph replay".into();
         }

@@ -25,7 +25,7 @@ use crate::cell_record::{CellDecision, CellRecord};
 use crate::policy::log_once_at;
 use crate::target::Target;
 use cubecl::prelude::Client;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// What an op function runs.
 #[derive(Clone, Copy, Debug)]
@@ -228,8 +228,19 @@ pub fn choose_from(
 
 /// The candidate of `key` on `client`'s device, from this process's ledgers and
 /// `ISLANDS_CANDIDATE`; the choice and its reason are logged once per cell and device. A wrong
-/// setting or an unreadable ledger is an error.
+/// setting or an unreadable ledger is an error. Decided once per cell and device: an engine calls
+/// this at every launch of the op.
 pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
+    type Chosen = Vec<((&'static str, String, String, CellKey), Choice)>;
+    static CHOSEN: Mutex<Chosen> = Mutex::new(Vec::new());
+    let props = client.properties();
+    let id = &props.identity;
+    let seen = |((runtime, name, fingerprint, k), _): &&((&'static str, String, String, CellKey), Choice)| {
+        *runtime == client.name() && *name == id.name && *fingerprint == id.fingerprint && k == key
+    };
+    if let Some((_, choice)) = CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(seen) {
+        return Ok(*choice);
+    }
     let forced = forced().map_err(Clone::clone)?;
     let keep = keep().map_err(Clone::clone)?;
     let records = crate::embedded::cell_records().map_err(|e| CellError::Runtime(e.to_string()))?;
@@ -241,5 +252,7 @@ pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     log_once_at(level, format!("cell {key} on {}", client.name()), || {
         format!("islands: cell {key} on `{}` runs `{}`: {why}", client.name(), choice.name())
     });
+    let entry = ((client.name(), id.name.clone(), id.fingerprint.clone(), *key), choice);
+    CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
     Ok(choice)
 }

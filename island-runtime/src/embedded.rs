@@ -49,28 +49,34 @@ pub enum LedgerError {
     Malformed { path: String, reason: String },
 }
 
-/// The records launches consult: every embedded ledger, then the files listed in
-/// `ISLANDS_LEDGER` (separated by `:`), whose records replace embedded ones of the same island,
-/// arm and device (a deployment's own gate results, without a rebuild). A ledger that cannot be
-/// read or parsed is an error: its records may be the ones that decline an arm.
-pub fn load(ledger_paths: Option<&str>) -> Result<Vec<Record>, LedgerError> {
+/// Every embedded ledger, then the files listed in `ISLANDS_LEDGER` (separated by `:`), whose
+/// records replace embedded ones of the same key (a deployment's own gate results, without a
+/// rebuild), merged into one. A ledger that cannot be read or parsed is an error: its records may
+/// be the ones that decline an arm or keep an incumbent.
+fn load_all(ledger_paths: Option<&str>) -> Result<Ledger, LedgerError> {
     let mut all = Ledger::default();
+    let mut merge = |l: Ledger| {
+        l.records.into_iter().for_each(|r| all.upsert(r));
+        l.cells.into_iter().for_each(|r| all.upsert_cell(r));
+    };
     for e in embedded() {
-        let l = Ledger::parse(e.text).map_err(|e2| LedgerError::Embedded {
+        merge(Ledger::parse(e.text).map_err(|e2| LedgerError::Embedded {
             krate: e.krate,
             path: e.path,
             reason: e2.to_string(),
-        })?;
-        l.records.into_iter().for_each(|r| all.upsert(r));
+        })?);
     }
     for path in ledger_paths.unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
         let text = std::fs::read_to_string(path)
             .map_err(|e| LedgerError::Unreadable { path: path.into(), reason: e.to_string() })?;
-        let l =
-            Ledger::parse(&text).map_err(|e| LedgerError::Malformed { path: path.into(), reason: e.to_string() })?;
-        l.records.into_iter().for_each(|r| all.upsert(r));
+        merge(Ledger::parse(&text).map_err(|e| LedgerError::Malformed { path: path.into(), reason: e.to_string() })?);
     }
-    Ok(all.records)
+    Ok(all)
+}
+
+/// The arm records launches consult ([`load_all`]'s).
+pub fn load(ledger_paths: Option<&str>) -> Result<Vec<Record>, LedgerError> {
+    Ok(load_all(ledger_paths)?.records)
 }
 
 /// The cell records of every embedded ledger, then of the files of `ISLANDS_LEDGER` (which
@@ -82,23 +88,7 @@ pub fn cell_records() -> Result<&'static [crate::cell_record::CellRecord], &'sta
 
 /// [`cell_records`] for an explicit `ISLANDS_LEDGER` value.
 pub fn load_cells(ledger_paths: Option<&str>) -> Result<Vec<crate::cell_record::CellRecord>, LedgerError> {
-    let mut all = Ledger::default();
-    for e in embedded() {
-        let l = Ledger::parse(e.text).map_err(|e2| LedgerError::Embedded {
-            krate: e.krate,
-            path: e.path,
-            reason: e2.to_string(),
-        })?;
-        l.cells.into_iter().for_each(|r| all.upsert_cell(r));
-    }
-    for path in ledger_paths.unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LedgerError::Unreadable { path: path.into(), reason: e.to_string() })?;
-        let l =
-            Ledger::parse(&text).map_err(|e| LedgerError::Malformed { path: path.into(), reason: e.to_string() })?;
-        l.cells.into_iter().for_each(|r| all.upsert_cell(r));
-    }
-    Ok(all.cells)
+    Ok(load_all(ledger_paths)?.cells)
 }
 
 /// [`load`] with this process's `ISLANDS_LEDGER`, once.

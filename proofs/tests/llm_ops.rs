@@ -8,7 +8,7 @@
 //! reverse, a product unfused, a reciprocal instead of a division) must differ from the reference
 //! on them, or the check fails as unable to fail. The shapes are SmolLM2-135M's.
 
-use island_llm::deciding::{Draw, activations, matrix};
+use island_llm::deciding::{Draw, activations, matrix, swiglu_pairs};
 use island_llm::kernels::AttnShape;
 use island_llm::math::exp_host;
 use island_llm::ops;
@@ -323,22 +323,7 @@ fn attend(client: &cubecl::prelude::Client) -> Result<(), Failed> {
 fn swiglu(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     let mut rng = Rng::new(0x5eed_0007);
     let n = CONFIG.ffn;
-    let gate: Vec<f32> = (0..n)
-        .map(|i| match i % 8 {
-            0 => -(90.0 + rng.unit() * 10.0),
-            1 => 90.0 + rng.unit() * 10.0,
-            2 => {
-                if i % 16 == 2 {
-                    0.0
-                } else {
-                    -0.0
-                }
-            }
-            3 => rng.wide(3) * 1e-40,
-            _ => rng.wide(4),
-        })
-        .collect();
-    let up: Vec<f32> = (0..n).map(|_| rng.wide(6)).collect();
+    let (gate, up) = swiglu_pairs(n, &mut rng);
     let want: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| r::swiglu(g, u)).collect();
     let reordered: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| g * u / (1.0 + exp_host(-g))).collect();
     decides("g · u / (1 + exp(−g))", &want, &reordered)?;

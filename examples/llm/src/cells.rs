@@ -5,7 +5,7 @@
 //! and [`swiglu`] are what the engine calls: each runs the candidate the device's record selects
 //! (`island_runtime::dispatch`).
 
-use crate::deciding::{Draw, activations, matrix};
+use crate::deciding::{activations, matrix, swiglu_pairs};
 use crate::kernels::{MatvecShape, QUANT_UNITS, UNITS, grid, qmatvec};
 use crate::quant::{BLOCK, QuantType};
 use cubecl::prelude::*;
@@ -209,24 +209,8 @@ pub const SWIGLU: Op = Op {
     oracle_rows: 1,
     check: |s| if s.rows == 1 && s.cols > 0 { Ok(()) } else { Err(format!("SwiGLU takes one row of pairs, got {s}")) },
     inputs: |s, seed| {
-        let mut rng = Rng::new(seed);
+        let (gate, up) = swiglu_pairs(s.cols, &mut Rng::new(seed));
         let n = s.cols;
-        // Saturating gates (exp over- and underflow), ±0, subnormals, and ordinary values.
-        let gate = (0..n).map(|i| match i % 8 {
-            0 => -(90.0 + rng.unit() * 10.0),
-            1 => 90.0 + rng.unit() * 10.0,
-            2 => {
-                if i % 16 == 2 {
-                    0.0
-                } else {
-                    -0.0
-                }
-            }
-            3 => rng.wide(3) * 1e-40,
-            _ => rng.wide(4),
-        });
-        let gate: Vec<f32> = gate.collect();
-        let up: Vec<f32> = (0..n).map(|_| rng.wide(6)).collect();
         let gate_up: Vec<f32> = gate.into_iter().chain(up).collect();
         vec![f32::as_bytes(&gate_up).to_vec(), u32::as_bytes(&[n as u32]).to_vec()]
     },

@@ -99,3 +99,25 @@ pub fn activations(cols: usize, rng: &mut Rng) -> Vec<f32> {
         })
         .collect()
 }
+
+/// SwiGLU's (gate, up) pairs: gates where `exp(−g)` over- and underflows, ±0, subnormal gates
+/// (which the definition flushes), and ordinary values; up-projections over twelve binades.
+pub fn swiglu_pairs(n: usize, rng: &mut Rng) -> (Vec<f32>, Vec<f32>) {
+    let gate: Vec<f32> = (0..n)
+        .map(|i| match i % 8 {
+            0 => -(90.0 + rng.unit() * 10.0),
+            1 => 90.0 + rng.unit() * 10.0,
+            2 => {
+                if i % 16 == 2 {
+                    0.0
+                } else {
+                    -0.0
+                }
+            }
+            3 => rng.wide(3) * 1e-40,
+            _ => rng.wide(4),
+        })
+        .collect();
+    let up: Vec<f32> = (0..n).map(|_| rng.wide(6)).collect();
+    (gate, up)
+}
