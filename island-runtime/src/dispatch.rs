@@ -8,6 +8,7 @@
 //! | the same, but it was not bit-exact: the bit-exact incumbent faster than the twin at the most shapes | that incumbent |
 //! | the same, but no bit-exact incumbent beats the twin | the twin, logged with the fastest incumbent's distance (`ISLANDS_CELLS=fastest`: that incumbent) |
 //! | declined or failed, but that incumbent is gone or its code changed | the twin (logged) |
+//! | declined or failed under another driver of the device | the twin (logged) |
 //! | flipped, twin only, unverified, or no record | the twin |
 //!
 //! The seed keeps an incumbent wherever the twin is slower, so that the engine is never slower;
@@ -182,6 +183,18 @@ pub fn choose_from(
     };
     if !record.decision.keeps_incumbent() {
         return (twin, record.why());
+    }
+    // An incumbent's exactness was shown under one driver: another may compile it otherwise.
+    if !record.device.matches(&fp) {
+        return (
+            twin,
+            format!(
+                "{}, but under driver {} (this one is {}): the twin runs",
+                record.why(),
+                record.device.driver,
+                fp.driver
+            ),
+        );
     }
     let Some(fastest) = record.incumbent.as_deref() else {
         return (twin, format!("{}, but the record names no incumbent", record.why()));

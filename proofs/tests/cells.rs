@@ -158,7 +158,11 @@ fn dispatched() -> Result<(), Failed> {
     // output). The CPU runtime has no arms: its twin is `default`.
     type Case<'a> = (&'a str, Vec<CellRecord>, Option<Forced>, Keep, &'a str, &'a Vec<u8>);
     let (exact, inexact) = (true, false);
-    let cases: [Case; 9] = [
+    let other_driver = CellRecord {
+        device: island_runtime::Fingerprint { driver: "another".into(), ..cell::fingerprint(&cpu) },
+        ..record(CellDecision::Declined, current.clone(), exact)
+    };
+    let cases: [Case; 10] = [
         (
             "declined",
             vec![record(CellDecision::Declined, current.clone(), exact)],
@@ -194,6 +198,7 @@ fn dispatched() -> Result<(), Failed> {
             &want,
         ),
         ("no record", vec![], None, Keep::Exact, "default", &want),
+        ("declined under another driver", vec![other_driver], None, Keep::Exact, "default", &want),
         (
             "declined, the twin forced",
             vec![record(CellDecision::Declined, current.clone(), exact)],
