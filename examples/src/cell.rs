@@ -30,6 +30,7 @@ pub const RMSNORM: Op = Op {
     inputs: rms_inputs,
     scratch: |_| Vec::new(),
     out_bytes: |s| s.rows * s.cols * 4,
+    in_place: None,
     output: island_runtime::ValueKind::F32,
     reference: |s, inputs| {
         let (x, w) = (f32::from_bytes(&inputs[0]), f32::from_bytes(&inputs[1]));

@@ -121,6 +121,10 @@ pub struct Op {
     pub scratch: fn(&Shape) -> Vec<usize>,
     /// Bytes of the output at `shape`.
     pub out_bytes: fn(&Shape) -> usize,
+    /// For an op that updates a buffer in place (a softmax over its scores, a residual add into
+    /// its stream): the input whose bytes the output starts as. Every candidate gets its own copy
+    /// (the input itself stays as drawn); `None`: the output starts poisoned (NaN bytes).
+    pub in_place: Option<usize>,
     /// What the output's values are (for distances in ulps).
     pub output: ValueKind,
     /// The plain-Rust reference of `default`: the output's bytes.

@@ -4,7 +4,8 @@
 //!
 //! 1. the plain-Rust reference is checked against the CPU runtime's `default` (the oracle) on the
 //!    shape's first rows, bit for bit; a reference that differs stops the cell;
-//! 2. each candidate writes into its own output, poisoned first (NaN bytes), and is compared with
+//! 2. each candidate writes into its own output, poisoned first (NaN bytes; an op that works in
+//!    place starts from its own copy of the input, [`Op::in_place`]), and is compared with
 //!    the reference on every value: the count of differing values and the largest distance in
 //!    ulps (for incumbents too: their divergence is what the twin removes);
 //! 3. the candidates are timed kernel-only side by side (buffers once, N dispatches, one sync),
@@ -108,7 +109,7 @@ pub fn check_oracle(op: &'static Op, cpu: &Client, shape: Shape, seed: u64) -> R
     let inputs = (op.inputs)(&small, seed);
     let want = (op.reference)(&small, &inputs);
     let got = guarded("the CPU runtime's `default`", || {
-        let (ins, scratch, out) = upload(op, cpu, &small, &inputs);
+        let (ins, scratch, out) = upload(op, cpu, &small, &inputs)?;
         (op.twin)(cpu, &small, &Buffers { inputs: &ins, scratch: &scratch, out: &out }, Target::default_arms(cpu))?;
         readback::read(cpu, out).map_err(|e| CellError::Runtime(e.to_string()))
     })?;
@@ -125,12 +126,39 @@ pub fn check_oracle(op: &'static Op, cpu: &Client, shape: Shape, seed: u64) -> R
     Ok(small.rows)
 }
 
-/// The inputs and scratch on `client`, and an output poisoned with NaN bytes.
-fn upload(op: &Op, client: &Client, shape: &Shape, inputs: &Inputs) -> (Vec<Handle>, Vec<Handle>, Handle) {
+/// The inputs and scratch on `client`, and an output poisoned with NaN bytes (or, for an op
+/// that works in place, a copy of its [`Op::in_place`] input).
+fn upload(
+    op: &Op,
+    client: &Client,
+    shape: &Shape,
+    inputs: &Inputs,
+) -> Result<(Vec<Handle>, Vec<Handle>, Handle), CellError> {
     let ins = inputs.iter().map(|b| client.create_from_slice(b)).collect();
+    let (scratch, out) = fresh(op, client, shape, inputs)?;
+    Ok((ins, scratch, out))
+}
+
+/// One candidate's own scratch and output (see [`upload`]).
+fn fresh(op: &Op, client: &Client, shape: &Shape, inputs: &Inputs) -> Result<(Vec<Handle>, Handle), CellError> {
     let scratch = (op.scratch)(shape).into_iter().map(|n| client.create_from_slice(&vec![0xffu8; n.max(4)])).collect();
-    let out = client.create_from_slice(&vec![0xffu8; (op.out_bytes)(shape).max(4)]);
-    (ins, scratch, out)
+    let bytes = (op.out_bytes)(shape);
+    let out = match op.in_place {
+        None => client.create_from_slice(&vec![0xffu8; bytes.max(4)]),
+        Some(i) => match inputs.get(i) {
+            Some(start) if start.len() == bytes => client.create_from_slice(start),
+            other => {
+                return Err(CellError::Shape {
+                    cell: op.key.to_string(),
+                    reason: format!(
+                        "its output starts as input {i}, which holds {} bytes at {shape}, not the output's {bytes}",
+                        other.map_or(0, Vec::len)
+                    ),
+                });
+            }
+        },
+    };
+    Ok((scratch, out))
 }
 
 /// Times `dispatches` side by side (`crate::bench::side_by_side_samples`): for each, its median
@@ -185,13 +213,8 @@ fn gate_shape(
     let all = candidates(op, device, shape);
     // Each candidate has its own output and scratch; the inputs are shared.
     let ins: Vec<Handle> = inputs.iter().map(|b| device.create_from_slice(b)).collect();
-    let per: Vec<(Vec<Handle>, Handle)> = all
-        .iter()
-        .map(|_| {
-            let (_, scratch, out) = upload(op, device, &shape, &Inputs::new());
-            (scratch, out)
-        })
-        .collect();
+    let per: Vec<(Vec<Handle>, Handle)> =
+        all.iter().map(|_| fresh(op, device, &shape, &inputs)).collect::<Result<_, _>>()?;
     let mut evidence: Vec<CandidateEvidence> = Vec::new();
     for (c, (scratch, out)) in all.iter().zip(&per) {
         let buffers = Buffers { inputs: &ins, scratch, out };

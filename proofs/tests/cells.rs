@@ -37,10 +37,16 @@ pub fn trials() -> Vec<Trial> {
 }
 
 fn registry() -> Result<(), Failed> {
+    // Every cell the seed asks incumbents for: the quantized matvecs, RMSNorm, softmax, one
+    // fused cell (SwiGLU, the matvec with the residual add).
     for key in [
         island_examples::cell::RMSNORM_KEY,
         cells::key(QuantType::Q4_1),
         cells::key(QuantType::Q8_0),
+        cells::matvec::key_add(QuantType::Q4_1),
+        cells::matvec::key_add(QuantType::Q8_0),
+        cells::rmsnorm::KEY,
+        cells::attention::SOFTMAX_KEY,
         cells::SWIGLU_KEY,
     ] {
         if cell::op(&key).is_none() {

@@ -27,6 +27,7 @@ pub const BYTE_SWAP: Op = Op {
     },
     scratch: |_| Vec::new(),
     out_bytes: |s| s.rows * s.cols * 4,
+    in_place: None,
     output: ValueKind::U32,
     reference: |_, inputs: &Inputs| {
         let words = u32::from_bytes(&inputs[0]);

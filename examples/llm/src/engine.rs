@@ -1,8 +1,9 @@
 //! The forward pass on one CubeCL client: weights resident once in their quantized form, a KV
 //! cache, one token a step.
 
+use crate::cells;
 use crate::error::LlmError;
-use crate::kernels::{AttnShape, MatvecShape, UNITS, attend, embed, grid, rmsnorm, rope_store, scores, softmax};
+use crate::kernels::{AttnShape, MatvecShape};
 use crate::quant::{BLOCK, QuantMatrix};
 use crate::rope::rope_tables;
 use crate::weights::{Config, Model};
@@ -16,7 +17,7 @@ struct DeviceMatrix {
     words: Handle,
     scales: Handle,
     mins: Handle,
-    /// `{rows, cols}` as u32, for the incumbents (`crate::incumbents`).
+    /// `{rows, cols, accumulate}` as u32, for the incumbents (`crate::incumbents`).
     params: Handle,
 }
 
@@ -28,12 +29,8 @@ impl DeviceMatrix {
             words: client.create_from_slice(i32::as_bytes(&m.words)),
             scales: client.create_from_slice(f32::as_bytes(&m.scales)),
             mins: client.create_from_slice(f32::as_bytes(&mins)),
-            params: client.create_from_slice(u32::as_bytes(&[m.rows as u32, m.cols as u32])),
+            params: client.create_from_slice(u32::as_bytes(&[m.rows as u32, m.cols as u32, accumulate as u32])),
         }
-    }
-
-    fn words(&self) -> usize {
-        self.shape.rows * self.shape.blocks * self.shape.ty.vectors() * 4
     }
 }
 
@@ -53,9 +50,9 @@ struct Scratch {
     xq: Handle,
     xd: Handle,
     qkv: Handle,
-    q: Handle,
-    kc: Handle,
-    vc: Handle,
+    /// The attention state: the query, then each layer's key cache, then each layer's value
+    /// cache (`crate::kernels::rope_store`).
+    state: Handle,
     s: Handle,
     att: Handle,
     gate_up: Handle,
@@ -120,9 +117,7 @@ impl Engine {
             xq: client.empty(widest),
             xd: client.empty(widest / BLOCK * 4),
             qkv: client.empty((c.dim + 2 * c.kv_dim()) * 4),
-            q: client.empty(c.dim * 4),
-            kc: client.empty(kv_values * 4),
-            vc: client.empty(kv_values * 4),
+            state: client.empty((c.dim + 2 * kv_values) * 4),
             s: client.empty(c.heads * context * 4),
             att: client.empty(c.dim * 4),
             gate_up: client.empty(2 * c.ffn * 4),
@@ -172,105 +167,43 @@ impl Engine {
         let (client, t, sc) = (&self.client, self.target, &self.scratch);
         let kv = c.kv_dim();
         let attn = AttnShape { heads: c.heads, kv_heads: c.kv_heads, context: self.context };
-        // SAFETY (every `from_raw_parts` below): each handle was allocated in `new` with at
-        // least the element count given to it.
-        let buf = |h: &Handle, n: usize| unsafe { BufferArg::from_raw_parts(h.clone(), n) };
-        let (count, dim) = grid(c.dim, UNITS);
-        embed::launch(
-            client,
-            count,
-            dim,
-            buf(&self.embedding.words, self.embedding.words()),
-            buf(&self.embedding.scales, c.vocab * c.dim / BLOCK),
-            buf(&sc.x, c.dim),
-            token,
-            c.vocab,
-            c.dim,
-        );
+        let cache = c.layers * self.context * kv;
+        let e = &self.embedding;
+        cells::embed::embed(client, c.vocab, c.dim, [&e.words, &e.scales, &sc.x], token, t).map_err(runtime)?;
         let n = self.pos + 1;
         for (l, layer) in self.layers.iter().enumerate() {
-            let base = l * self.context * kv;
-            self.norm(&sc.x, &layer.attn_norm, &sc.h);
+            // The layer's caches in the state: keys from `keys`, values from `values`.
+            let keys = c.dim + l * self.context * kv;
+            let values = keys + cache;
+            self.norm(&sc.x, &layer.attn_norm, &sc.h)?;
             self.matvec(&layer.qkv, &sc.h, c.dim, &sc.qkv)?;
-            let (count, dim) = grid(c.dim / 2 + kv, UNITS);
-            rope_store::launch_with(
-                client,
-                count,
-                dim,
-                buf(&sc.qkv, c.dim + 2 * kv),
-                buf(&sc.q, c.dim),
-                buf(&sc.kc, c.layers * self.context * kv),
-                buf(&sc.vc, c.layers * self.context * kv),
-                buf(&self.cos, self.context * c.head_dim / 2),
-                buf(&self.sin, self.context * c.head_dim / 2),
-                self.pos as u32,
-                (base + self.pos * kv) as u32,
-                attn,
-                t,
-            );
-            let (count, dim) = grid(c.heads * n, UNITS);
-            scores::launch_with(
-                client,
-                count,
-                dim,
-                buf(&sc.q, c.dim),
-                buf(&sc.kc, c.layers * self.context * kv),
-                buf(&sc.s, c.heads * self.context),
-                n as u32,
-                base as u32,
-                attn,
-                t,
-            );
-            let (count, dim) = grid(c.heads, UNITS);
-            softmax::launch_with(client, count, dim, buf(&sc.s, c.heads * self.context), n as u32, attn, t);
-            let (count, dim) = grid(c.dim, UNITS);
-            attend::launch_with(
-                client,
-                count,
-                dim,
-                buf(&sc.s, c.heads * self.context),
-                buf(&sc.vc, c.layers * self.context * kv),
-                buf(&sc.att, c.dim),
-                n as u32,
-                base as u32,
-                attn,
-                t,
-            );
+            let slots = [self.pos, keys + self.pos * kv, values + self.pos * kv];
+            cells::rope::rope(client, attn, [&sc.qkv, &sc.state, &self.cos, &self.sin], slots, t).map_err(runtime)?;
+            cells::attention::scores(client, attn, [&sc.state, &sc.s], n, keys, t).map_err(runtime)?;
+            cells::attention::softmax(client, attn, &sc.s, n, t).map_err(runtime)?;
+            cells::attention::attend(client, attn, [&sc.s, &sc.state, &sc.att], n, values, t).map_err(runtime)?;
             self.matvec(&layer.out, &sc.att, c.dim, &sc.x)?;
-            self.norm(&sc.x, &layer.ffn_norm, &sc.h);
+            self.norm(&sc.x, &layer.ffn_norm, &sc.h)?;
             self.matvec(&layer.gate_up, &sc.h, c.dim, &sc.gate_up)?;
-            crate::cells::swiglu(client, c.ffn, &sc.gate_up, &sc.a, &self.ffn_params, t)
-                .map_err(|e| LlmError::Runtime(e.to_string()))?;
+            cells::swiglu::swiglu(client, c.ffn, &sc.gate_up, &sc.a, &self.ffn_params, t).map_err(runtime)?;
             self.matvec(&layer.down, &sc.a, c.ffn, &sc.x)?;
         }
         self.pos += 1;
         if !logits {
             return Ok(None);
         }
-        self.norm(&sc.x, &self.output_norm, &sc.h);
+        self.norm(&sc.x, &self.output_norm, &sc.h)?;
         self.matvec(&self.embedding, &sc.h, c.dim, &sc.logits)?;
         let bytes =
             island_runtime::readback::read(client, sc.logits.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
         Ok(Some(f32::from_bytes(&bytes).to_vec()))
     }
 
-    fn norm(&self, x: &Handle, w: &Handle, y: &Handle) {
-        let d = self.config.dim;
-        let (count, dim) = grid(d, UNITS);
-        // SAFETY: `x`, `w` and `y` hold `dim` values (allocated in `new`).
-        unsafe {
-            rmsnorm::launch_with(
-                &self.client,
-                count,
-                dim,
-                BufferArg::from_raw_parts(x.clone(), d),
-                BufferArg::from_raw_parts(w.clone(), d),
-                BufferArg::from_raw_parts(y.clone(), d),
-                self.config.eps,
-                d,
-                self.target,
-            );
-        }
+    /// RMSNorm of `x` with `w` into `y`, with the candidate of the RMSNorm cell the device's
+    /// record selects.
+    fn norm(&self, x: &Handle, w: &Handle, y: &Handle) -> Result<(), LlmError> {
+        let c = self.config;
+        cells::rmsnorm::rmsnorm(&self.client, c.dim, c.eps, [x, w, y], self.target).map_err(runtime)
     }
 
     /// `y = m·q8_1(x)` (or `y += …`) over the first `cols` values of `x`, with the candidate of
@@ -278,7 +211,10 @@ impl Engine {
     fn matvec(&self, m: &DeviceMatrix, x: &Handle, cols: usize, y: &Handle) -> Result<(), LlmError> {
         let shape = MatvecShape { blocks: cols / BLOCK, ..m.shape };
         let bufs = [&m.words, &m.scales, &m.mins, x, &self.scratch.xq, &self.scratch.xd, y];
-        crate::cells::matvec(&self.client, shape, bufs, &m.params, self.target)
-            .map_err(|e| LlmError::Runtime(e.to_string()))
+        cells::matvec::matvec(&self.client, shape, bufs, &m.params, self.target).map_err(runtime)
     }
+}
+
+fn runtime(e: island_runtime::cell::CellError) -> LlmError {
+    LlmError::Runtime(e.to_string())
 }

@@ -147,27 +147,27 @@ impl AttnShape {
 
 /// RoPE on the query and key heads of `qkv` (`q`, `k`, `v` stacked), adjacent pairs
 /// `(2i, 2i + 1)` of each head rotated by the host's table entry `(pos, i)`:
-/// `(fma(x0, c, −x1·s), fma(x0, s, x1·c))`. The rotated query goes to `q`, the rotated key and
-/// the value to the caches at value offset `at` (the layer's slot for `pos`). One unit per pair.
+/// `(fma(x0, c, −x1·s), fma(x0, s, x1·c))`. `state` is the engine's attention state (the query,
+/// then the key caches, then the value caches): the rotated query goes to its start, the rotated
+/// key to value offset `k_at` and the value to `v_at` (the layer's slots for `pos`). One unit per
+/// pair.
 #[islands]
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn rope_store(
     qkv: &[f32],
-    q: &mut [f32],
-    kc: &mut [f32],
-    vc: &mut [f32],
+    state: &mut [f32],
     cos: &[f32],
     sin: &[f32],
     pos: u32,
-    at: u32,
+    k_at: u32,
+    v_at: u32,
     #[comptime] shape: AttnShape,
 ) {
     let u = ABSOLUTE_POS;
     let half = comptime!(AttnShape::HEAD_DIM / 2);
     let qp = comptime!(shape.heads * AttnShape::HEAD_DIM / 2);
     let kp = comptime!(shape.kv_heads * AttnShape::HEAD_DIM / 2);
-    let at = usize::cast_from(at);
     if u < qp + kp {
         let t = usize::cast_from(pos) * half + u % half;
         let (c, s) = (cos[t], sin[t]);
@@ -175,27 +175,28 @@ pub fn rope_store(
         let y0 = exact::fma(x0, c, -(x1 * s), target);
         let y1 = exact::fma(x0, s, x1 * c, target);
         if u < qp {
-            q[2 * u] = y0;
-            q[2 * u + 1] = y1;
+            state[2 * u] = y0;
+            state[2 * u + 1] = y1;
         } else {
-            let k = 2 * (u - qp);
-            kc[at + k] = y0;
-            kc[at + k + 1] = y1;
+            let k = usize::cast_from(k_at) + 2 * (u - qp);
+            state[k] = y0;
+            state[k + 1] = y1;
         }
     } else if u < qp + 2 * kp {
         let v = 2 * (u - qp - kp);
         let src = 2 * (qp + kp) + v;
-        vc[at + v] = qkv[src];
-        vc[at + v + 1] = qkv[src + 1];
+        let at = usize::cast_from(v_at) + v;
+        state[at] = qkv[src];
+        state[at + 1] = qkv[src + 1];
     }
 }
 
 /// `s[h, j] = (q_h · k_j) / 8` for every head `h` and cached position `j < n`, the dot in
-/// order `fma(q[d], k[d], acc)`. One unit per (head, position); `base` is the layer's first
-/// cache value.
+/// order `fma(q[d], k[d], acc)`. `state` holds the query at its start and the layer's keys from
+/// value offset `base` (as [`rope_store`] wrote them). One unit per (head, position).
 #[islands]
 #[cube(launch)]
-pub fn scores(q: &[f32], kc: &[f32], s: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
+pub fn scores(state: &[f32], s: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
     let u = ABSOLUTE_POS;
     let n = usize::cast_from(n);
     let hd = comptime!(AttnShape::HEAD_DIM);
@@ -205,7 +206,7 @@ pub fn scores(q: &[f32], kc: &[f32], s: &mut [f32], n: u32, base: u32, #[comptim
         let k0 = usize::cast_from(base) + j * kv_dim + h / comptime!(shape.heads / shape.kv_heads) * hd;
         let mut acc = 0.0f32;
         for d in 0..hd {
-            acc = exact::fma(q[h * hd + d], kc[k0 + d], acc, target);
+            acc = exact::fma(state[h * hd + d], state[k0 + d], acc, target);
         }
         s[h * comptime!(shape.context) + j] = acc * 0.125f32;
     }

@@ -8,8 +8,8 @@
 //! - [`kernels`]: every op of the forward pass; [`math`]: the engine's `exp`.
 //! - [`engine`]: the forward pass on a device, with a KV cache; [`ops`]: each kernel launched
 //!   alone on host values, for the kernel-level checks, on inputs from [`deciding`].
-//! - [`cells`]: the quantized matvec as cells of "verify, then delete", which the engine
-//!   dispatches through, with hand-written CUDA C++ [`incumbents`].
+//! - [`cells`]: every op of the decode step as a cell of "verify, then delete", which the engine
+//!   dispatches through, with hand-written CUDA C++ and GLSL [`incumbents`].
 //! - [`reference`]: the same forward pass in plain Rust, operation for operation ([`rope`]: its
 //!   and the engine's RoPE tables);
 //!   [`float_reference`]: the textbook forward pass in f64, to show the engine is also correct.

@@ -93,7 +93,8 @@ pub struct Rotated {
     pub vc: Vec<f32>,
 }
 
-/// [`rope_store`] of `qkv` at position `pos`, into caches of `cache` values.
+/// [`rope_store`] of `qkv` at position `pos`, into caches of `cache` values (the engine's
+/// attention state: the query, the key caches, the value caches, one buffer).
 #[allow(clippy::too_many_arguments)]
 pub fn rope(
     client: &Client,
@@ -107,26 +108,26 @@ pub fn rope(
     let l = Launch::new(client);
     let dim = shape.heads * AttnShape::HEAD_DIM;
     let kv = shape.kv_heads * AttnShape::HEAD_DIM;
-    let (qkvb, qb) = (l.f32s(qkv), l.f32s(&vec![0.0; dim]));
-    let (kcb, vcb) = (l.f32s(&vec![0.0; cache]), l.f32s(&vec![0.0; cache]));
+    let (qkvb, state) = (l.f32s(qkv), l.f32s(&vec![0.0; dim + 2 * cache]));
     let (cb, sb) = (l.f32s(cos), l.f32s(sin));
     let (count, cube) = grid(dim / 2 + kv, UNITS);
+    let (k_at, v_at) = (dim as u32 + at, (dim + cache) as u32 + at);
     rope_store::launch_with(
         client,
         count,
         cube,
         arg(&qkvb),
-        arg(&qb),
-        arg(&kcb),
-        arg(&vcb),
+        arg(&state),
         arg(&cb),
         arg(&sb),
         pos,
-        at,
+        k_at,
+        v_at,
         shape,
         l.target,
     );
-    Ok(Rotated { q: l.read(&qb)?, kc: l.read(&kcb)?, vc: l.read(&vcb)? })
+    let all = l.read(&state)?;
+    Ok(Rotated { q: all[..dim].to_vec(), kc: all[dim..dim + cache].to_vec(), vc: all[dim + cache..].to_vec() })
 }
 
 /// [`scores`] of the query `q` against the first `n` keys of the cache `kc` (from `base`):
@@ -140,9 +141,10 @@ pub fn attention_scores(
     shape: AttnShape,
 ) -> Result<Vec<f32>, LlmError> {
     let l = Launch::new(client);
-    let (qb, kb, sb) = (l.f32s(q), l.f32s(kc), l.f32s(&vec![0.0; shape.heads * shape.context]));
+    let state: Vec<f32> = q.iter().chain(kc).copied().collect();
+    let (stb, sb) = (l.f32s(&state), l.f32s(&vec![0.0; shape.heads * shape.context]));
     let (count, dim) = grid(shape.heads * n as usize, UNITS);
-    scores::launch_with(client, count, dim, arg(&qb), arg(&kb), arg(&sb), n, base, shape, l.target);
+    scores::launch_with(client, count, dim, arg(&stb), arg(&sb), n, q.len() as u32 + base, shape, l.target);
     l.read(&sb)
 }
 

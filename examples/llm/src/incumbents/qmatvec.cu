@@ -5,7 +5,7 @@
 //          2 for Q8_0); Q4_1 byte j holds weight j (low nibble) and j + 16 (high).
 //   d, m   f32 scale and minimum of block b of row r at b·rows + r (m unused for Q8_0).
 //   x      f32 activations, `cols` values.
-//   params { rows, cols } as u32.
+//   params { rows, cols, accumulate } as u32 (accumulate: y += W·x, the residual add).
 //   xq, xd scratch: 8 words and one f32 scale per block of 32 activations.
 //   y      f32 output, `rows` values.
 //
@@ -94,7 +94,7 @@ __device__ void matvec_rows(const int4* __restrict__ w, const float* __restrict_
     for (unsigned int b = 0; b < blocks; ++b) {
         acc += block_dot<Q4_1>(w, d, m, xq, xd, rows, row, b);
     }
-    y[row] = acc;
+    y[row] = params[2] ? y[row] + acc : acc;
 }
 
 // One warp per row, lane l over blocks l, l + 32, …, a shuffle sum. Launch: ceil(rows / 4)
@@ -116,7 +116,7 @@ __device__ void matvec_warp(const int4* __restrict__ w, const float* __restrict_
         acc += __shfl_xor_sync(0xffffffffu, acc, offset);
     }
     if (lane == 0) {
-        y[row] = acc;
+        y[row] = params[2] ? y[row] + acc : acc;
     }
 }
 

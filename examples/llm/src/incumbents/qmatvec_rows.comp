@@ -3,7 +3,7 @@
 // the same quantizer in a shader of its own (`quantize_q8_1.comp`), and one invocation per row
 // walking its blocks in order, the byte products unpacked by hand (no integer dot product).
 //
-// Bindings: w (words), d, m (f32), xq (words), xd (f32), params { rows, cols }, y (f32).
+// Bindings: w (words), d, m (f32), xq (words), xd (f32), params { rows, cols, accumulate }, y (f32).
 // Dispatch: ceil(rows / 64) workgroups.
 
 layout(local_size_x = 64) in;
@@ -59,5 +59,5 @@ void main() {
             acc += d[b * rows + row] * dx * float(sumi);
         }
     }
-    y[row] = acc;
+    y[row] = params[2] != 0u ? y[row] + acc : acc;
 }

@@ -1,0 +1,300 @@
+//! Attention of one token over the cache: the scores `q·k / 8`, their softmax (in place), and
+//! the weighted sum of the values. The twins are the engine's [`scores`](crate::kernels::scores),
+//! [`softmax`](crate::kernels::softmax) and [`attend`](crate::kernels::attend).
+//!
+//! A shape of these cells is `heads × positions`: the query heads (of 64 values, three to a KV
+//! head as in SmolLM2) and the cached positions attended to, the cache holding exactly those.
+//! Incumbents read their scalars from a `u32` buffer: `{heads, kv_heads, context, n, base}` for
+//! the scores and the weighted sum (`base`: the value offset of the layer's cache), `{heads,
+//! context, n}` for the softmax.
+
+use super::choice::{IncumbentBuffers, arg, run, scalars};
+use crate::deciding::Draw;
+use crate::kernels::{
+    AttnShape, UNITS, attend as attend_kernel, grid, scores as scores_kernel, softmax as softmax_kernel,
+};
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use island_runtime::Target;
+use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape};
+use island_runtime::inputs::Rng;
+
+/// Query heads per KV head in these cells.
+pub const GROUP: usize = 3;
+const HD: usize = AttnShape::HEAD_DIM;
+const ELEMS: &str = "f32, heads of 64, 3 query heads a KV head";
+
+pub const SCORES_KEY: CellKey = CellKey { op: "attn_scores", quant: "none", elems: ELEMS };
+pub const SOFTMAX_KEY: CellKey = CellKey { op: "softmax", quant: "none", elems: ELEMS };
+pub const ATTEND_KEY: CellKey = CellKey { op: "attn_values", quant: "none", elems: ELEMS };
+
+/// SmolLM2-135M's heads at a short and at its full context, and a DRAM-bound cache.
+pub(crate) const SHAPES: &[NamedShape] = &[
+    NamedShape { name: "SmolLM2-135M, 64 positions", shape: Shape { rows: 9, cols: 64 } },
+    NamedShape { name: "SmolLM2-135M, 8192 positions", shape: Shape { rows: 9, cols: 8192 } },
+    NamedShape { name: "DRAM-bound (24 heads, 8 KV heads, 4096 positions)", shape: Shape { rows: 24, cols: 4096 } },
+];
+
+/// The attention shape of a cell shape: `rows` heads, a cache of `cols` positions.
+pub(crate) fn attn(s: &Shape) -> AttnShape {
+    AttnShape { heads: s.rows, kv_heads: s.rows / GROUP, context: s.cols }
+}
+
+pub(crate) fn check(s: &Shape) -> Result<(), String> {
+    if s.rows == 0 || !s.rows.is_multiple_of(GROUP) || s.cols == 0 {
+        return Err(format!("attention takes a multiple of {GROUP} heads and at least one position, got {s}"));
+    }
+    Ok(())
+}
+
+/// The f32 values `h` holds.
+pub(crate) fn values(h: &Handle) -> usize {
+    h.size() as usize / 4
+}
+
+fn f32s(v: &[f32]) -> Vec<u8> {
+    f32::as_bytes(v).to_vec()
+}
+
+/// The scores: inputs the attention state (the query, `heads × 64`, then the keys, `positions ×
+/// kv_heads × 64`) and the scalars; output `heads × positions`.
+pub const SCORES: Op = Op {
+    key: SCORES_KEY,
+    summary: "s[h, j] = (q_h · k_j) / 8, the dot product in order by fma",
+    shapes: SHAPES,
+    oracle_rows: GROUP,
+    check,
+    inputs: |s, seed| {
+        let a = attn(s);
+        let mut rng = Rng::new(seed);
+        let state: Vec<f32> = (0..a.heads * HD + s.cols * a.kv_heads * HD).map(|_| rng.wide(10)).collect();
+        let p = [a.heads, a.kv_heads, s.cols, s.cols, a.heads * HD].map(|v| v as u32);
+        vec![f32s(&state), u32::as_bytes(&p).to_vec()]
+    },
+    scratch: |_| Vec::new(),
+    out_bytes: |s| s.rows * s.cols * 4,
+    in_place: None,
+    output: island_runtime::ValueKind::F32,
+    reference: |s, i| {
+        let (a, state) = (attn(s), f32::from_bytes(&i[0]));
+        let (dim, kv) = (a.heads * HD, a.kv_heads * HD);
+        let mut out = Vec::with_capacity(s.rows * s.cols);
+        for h in 0..a.heads {
+            for j in 0..s.cols {
+                let k0 = dim + j * kv + h / GROUP * HD;
+                out.push(crate::reference::score(&state[h * HD..(h + 1) * HD], &state[k0..k0 + HD]));
+            }
+        }
+        f32s(&out)
+    },
+    twin: |client, s, b, target| {
+        launch_scores(client, attn(s), [&b.inputs[0], b.out], s.cols, s.rows * HD, target);
+        Ok(())
+    },
+    twin_source: &[include_str!("../kernels.rs")],
+};
+island_runtime::op!(SCORES);
+
+/// The softmax of each head's scores, in place: input and output `heads × positions` (the
+/// output starts as the input), and the scalars.
+pub const SOFTMAX: Op = Op {
+    key: SOFTMAX_KEY,
+    summary: "p_j = exp(s_j − max) / Σ exp(s_k − max), the maximum and the sum in order, exp the engine's own (crate::math), / correctly rounded",
+    shapes: SHAPES,
+    oracle_rows: GROUP,
+    check,
+    inputs: |s, seed| {
+        let mut rng = Rng::new(seed);
+        // Per head: equal maxima, a spread where exp underflows, a masked (−∞) score, a
+        // constant row, wide and realistic rows.
+        let scores: Vec<f32> = (0..s.rows * s.cols)
+            .map(|i| {
+                let j = i % s.cols;
+                match (i / s.cols) % 7 {
+                    0 => 0.75,
+                    1 => rng.wide(0) * 40.0 - 20.0 * (j % 2) as f32,
+                    2 if j % 9 == 0 => 12.5,
+                    2 => rng.unit() * 12.5,
+                    3 if j == 4 => f32::NEG_INFINITY,
+                    3 => rng.unit() * 8.0 - 4.0,
+                    4 => -((j % 64) as f32) * 3.0,
+                    5 => rng.wide(30),
+                    _ => rng.unit() * 6.0 - 3.0,
+                }
+            })
+            .collect();
+        vec![f32s(&scores), u32::as_bytes(&[s.rows as u32, s.cols as u32, s.cols as u32]).to_vec()]
+    },
+    scratch: |_| Vec::new(),
+    out_bytes: |s| s.rows * s.cols * 4,
+    in_place: Some(0),
+    output: island_runtime::ValueKind::F32,
+    reference: |s, i| {
+        let mut p = f32::from_bytes(&i[0]).to_vec();
+        p.chunks_exact_mut(s.cols).for_each(crate::reference::softmax);
+        f32s(&p)
+    },
+    twin: |client, s, b, target| {
+        launch_softmax(client, attn(s), b.out, s.cols, target);
+        Ok(())
+    },
+    twin_source: &[include_str!("../kernels.rs"), include_str!("../math.rs")],
+};
+island_runtime::op!(SOFTMAX);
+
+/// The weighted sum of the values: inputs the weights (`heads × positions`), the values
+/// (`positions × kv_heads × 64`) and the scalars; output `heads × 64`.
+pub const ATTEND: Op = Op {
+    key: ATTEND_KEY,
+    summary: "out[h, d] = Σ_j p[h, j] · v_j[d], in order by fma",
+    shapes: SHAPES,
+    oracle_rows: GROUP,
+    check,
+    inputs: |s, seed| {
+        let a = attn(s);
+        let mut rng = Rng::new(seed);
+        let p: Vec<f32> = (0..s.rows * s.cols).map(|i| if i % 11 == 0 { 0.0 } else { rng.unit() }).collect();
+        let v: Vec<f32> = (0..s.cols * a.kv_heads * HD).map(|_| rng.wide(12)).collect();
+        let params = [a.heads, a.kv_heads, s.cols, s.cols, 0].map(|v| v as u32);
+        vec![f32s(&p), f32s(&v), u32::as_bytes(&params).to_vec()]
+    },
+    scratch: |_| Vec::new(),
+    out_bytes: |s| s.rows * HD * 4,
+    in_place: None,
+    output: island_runtime::ValueKind::F32,
+    reference: |s, i| {
+        let a = attn(s);
+        let (p, v, kv) = (f32::from_bytes(&i[0]), f32::from_bytes(&i[1]), a.kv_heads * HD);
+        let mut out = Vec::with_capacity(s.rows * HD);
+        for h in 0..a.heads {
+            for d in 0..HD {
+                let ph = &p[h * s.cols..(h + 1) * s.cols];
+                out.push(crate::reference::weighted_sum(ph, (0..s.cols).map(|j| v[j * kv + h / GROUP * HD + d])));
+            }
+        }
+        f32s(&out)
+    },
+    twin: |client, s, b, target| {
+        launch_attend(client, attn(s), [&b.inputs[0], &b.inputs[1], b.out], s.cols, 0, target);
+        Ok(())
+    },
+    twin_source: &[include_str!("../kernels.rs")],
+};
+island_runtime::op!(ATTEND);
+
+/// The engine's [`scores`](crate::kernels::scores) of the query at the start of `state` against
+/// `n` keys from value offset `base`, into `s` (`heads × context`).
+pub fn launch_scores(client: &Client, a: AttnShape, [state, s]: [&Handle; 2], n: usize, base: usize, target: Target) {
+    let (count, dim) = grid(a.heads * n, UNITS);
+    // SAFETY: the lengths are the handles' own.
+    unsafe {
+        scores_kernel::launch_with(
+            client,
+            count,
+            dim,
+            arg(state, values(state)),
+            arg(s, values(s)),
+            n as u32,
+            base as u32,
+            a,
+            target,
+        )
+    };
+}
+
+/// The engine's [`softmax`](crate::kernels::softmax) of the first `n` scores of each head of `s`.
+pub fn launch_softmax(client: &Client, a: AttnShape, s: &Handle, n: usize, target: Target) {
+    let (count, dim) = grid(a.heads, UNITS);
+    // SAFETY: the length is the handle's own.
+    unsafe { softmax_kernel::launch_with(client, count, dim, arg(s, values(s)), n as u32, a, target) };
+}
+
+/// The engine's [`attend`](crate::kernels::attend): the weights `p` over `n` values of `vc`
+/// from value offset `base`, into `out` (`heads × 64`).
+pub fn launch_attend(client: &Client, a: AttnShape, [p, vc, out]: [&Handle; 3], n: usize, base: usize, target: Target) {
+    let (count, dim) = grid(a.heads * HD, UNITS);
+    // SAFETY: the lengths are the handles' own.
+    unsafe {
+        attend_kernel::launch_with(
+            client,
+            count,
+            dim,
+            arg(p, values(p)),
+            arg(vc, values(vc)),
+            arg(out, values(out)),
+            n as u32,
+            base as u32,
+            a,
+            target,
+        )
+    };
+}
+
+/// The scores of `n` cached positions (keys from value offset `base` of `state`), with the
+/// candidate the device's record selects.
+pub fn scores(
+    client: &Client,
+    a: AttnShape,
+    [state, s]: [&Handle; 2],
+    n: usize,
+    base: usize,
+    target: Target,
+) -> Result<(), CellError> {
+    run(
+        client,
+        &SCORES_KEY,
+        target,
+        Shape { rows: a.heads, cols: n },
+        |t| launch_scores(client, a, [state, s], n, base, t),
+        || IncumbentBuffers {
+            inputs: vec![state.clone(), scalars(client, &[a.heads, a.kv_heads, a.context, n, base].map(|v| v as u32))],
+            scratch: Vec::new(),
+            out: s.clone(),
+        },
+    )
+}
+
+/// The softmax of each head's first `n` scores in `s`, in place, with the candidate the device's
+/// record selects.
+pub fn softmax(client: &Client, a: AttnShape, s: &Handle, n: usize, target: Target) -> Result<(), CellError> {
+    run(
+        client,
+        &SOFTMAX_KEY,
+        target,
+        Shape { rows: a.heads, cols: n },
+        |t| launch_softmax(client, a, s, n, t),
+        || IncumbentBuffers {
+            inputs: vec![s.clone(), scalars(client, &[a.heads as u32, a.context as u32, n as u32])],
+            scratch: Vec::new(),
+            out: s.clone(),
+        },
+    )
+}
+
+/// The weighted sum of `n` cached values (from value offset `base` of `vc`), with the candidate
+/// the device's record selects.
+pub fn attend(
+    client: &Client,
+    a: AttnShape,
+    [p, vc, out]: [&Handle; 3],
+    n: usize,
+    base: usize,
+    target: Target,
+) -> Result<(), CellError> {
+    run(
+        client,
+        &ATTEND_KEY,
+        target,
+        Shape { rows: a.heads, cols: n },
+        |t| launch_attend(client, a, [p, vc, out], n, base, t),
+        || IncumbentBuffers {
+            inputs: vec![
+                p.clone(),
+                vc.clone(),
+                scalars(client, &[a.heads, a.kv_heads, a.context, n, base].map(|v| v as u32)),
+            ],
+            scratch: Vec::new(),
+            out: out.clone(),
+        },
+    )
+}

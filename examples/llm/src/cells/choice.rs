@@ -1,0 +1,63 @@
+//! How an op function runs the candidate of its cell: the twin with the engine's tag, or an
+//! incumbent on buffers built only when it runs.
+
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use island_runtime::Target;
+use island_runtime::cell::{Buffers, CellError, CellKey, Shape};
+use island_runtime::dispatch::{self, Choice};
+
+/// What an incumbent reads and writes: its inputs, scratch and output.
+pub(crate) struct IncumbentBuffers {
+    pub inputs: Vec<Handle>,
+    pub scratch: Vec<Handle>,
+    pub out: Handle,
+}
+
+/// Runs the candidate of `key` that the device's record selects (see [`run_choice`]).
+pub(crate) fn run(
+    client: &Client,
+    key: &CellKey,
+    target: Target,
+    shape: Shape,
+    twin: impl FnOnce(Target),
+    buffers: impl FnOnce() -> IncumbentBuffers,
+) -> Result<(), CellError> {
+    run_choice(dispatch::choose(client, key)?, client, target, shape, twin, buffers)
+}
+
+/// Runs `choice`: the twin with `target` (or with `default` in every island where the choice
+/// forced it), or the incumbent at `shape` on the buffers `buffers` builds.
+pub(crate) fn run_choice(
+    choice: Choice,
+    client: &Client,
+    target: Target,
+    shape: Shape,
+    twin: impl FnOnce(Target),
+    buffers: impl FnOnce() -> IncumbentBuffers,
+) -> Result<(), CellError> {
+    match choice {
+        Choice::Twin(forced) => {
+            twin(if choice.name() == "default" { forced } else { target });
+            Ok(())
+        }
+        Choice::Incumbent(inc) => {
+            let b = buffers();
+            (inc.launch)(client, &shape, &Buffers { inputs: &b.inputs, scratch: &b.scratch, out: &b.out })
+        }
+    }
+}
+
+/// A `u32` buffer of an incumbent's scalars.
+pub(crate) fn scalars(client: &Client, values: &[u32]) -> Handle {
+    client.create_from_slice(u32::as_bytes(values))
+}
+
+/// `n` values of `h` as a kernel argument.
+///
+/// # Safety
+/// `h` holds at least `n` values of the kernel's element type.
+pub(crate) unsafe fn arg(h: &Handle, n: usize) -> BufferArg {
+    // SAFETY: the caller's.
+    unsafe { BufferArg::from_raw_parts(h.clone(), n) }
+}
