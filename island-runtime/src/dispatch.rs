@@ -239,13 +239,30 @@ pub fn choose_from(
     }
 }
 
+/// What [`choose`] decided in this process: per (runtime, device name, device fingerprint, cell).
+type Chosen = Vec<((&'static str, String, String, CellKey), Choice)>;
+static CHOSEN: Mutex<Chosen> = Mutex::new(Vec::new());
+
+/// The cells this process has dispatched on `client`'s device through [`choose`], with the
+/// candidate each runs, in the order of their first launch: what an engine's step went through.
+pub fn dispatched(client: &Client) -> Vec<(CellKey, &'static str)> {
+    let id = &client.properties().identity;
+    CHOSEN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|((runtime, name, fingerprint, _), _)| {
+            *runtime == client.name() && *name == id.name && *fingerprint == id.fingerprint
+        })
+        .map(|((_, _, _, key), choice)| (*key, choice.name()))
+        .collect()
+}
+
 /// The candidate of `key` on `client`'s device, from this process's ledgers and
 /// `ISLANDS_CANDIDATE`; the choice and its reason are logged once per cell and device. A wrong
 /// setting or an unreadable ledger is an error. Decided once per cell and device: an engine calls
 /// this at every launch of the op.
 pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
-    type Chosen = Vec<((&'static str, String, String, CellKey), Choice)>;
-    static CHOSEN: Mutex<Chosen> = Mutex::new(Vec::new());
     let props = client.properties();
     let id = &props.identity;
     let seen = |((runtime, name, fingerprint, k), _): &&((&'static str, String, String, CellKey), Choice)| {

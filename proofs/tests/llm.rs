@@ -1,11 +1,14 @@
 //! The model engine (`examples/llm`) end to end: on the CPU runtime its logits equal the
-//! plain-Rust reference's bit for bit, on every device runtime of the conformance list they equal
+//! plain-Rust reference's bit for bit (every op dispatched through its cell), on every device runtime of the conformance list they equal
 //! the CPU runtime's, and a bad model file is an error that names it.
 
+use island_llm::cells;
 use island_llm::generate::{self, Agreement};
 use island_llm::reference::Reference;
 use island_llm::tokenizer::Tok;
 use island_llm::{Engine, LlmError, Model, model_file};
+use island_runtime::cell::{self, CellKey};
+use island_runtime::dispatch;
 use island_runtime::runtimes::RuntimeName;
 use libtest_mimic::{Failed, Trial};
 use std::sync::OnceLock;
@@ -68,12 +71,48 @@ fn agree(what: &str, a: &generate::Generation, b: &generate::Generation) -> Resu
 /// Every kernel's order and rounding against their plain-Rust definition, on the real weights
 /// and activations of 7 positions (30 layers each: every op thousands of times, at the model's
 /// shapes), logits compared bit for bit.
+/// It also shows that the decode step dispatches every op through its cell: each cell the step
+/// needs for this model (its matvecs' quant types, with and without the residual add) was chosen
+/// on the CPU runtime's device during the run (an op launched past its op function would leave
+/// its cell unchosen), and every other cell the engine's crate registers is a matvec of a quant
+/// type this model does not use there.
 fn cpu_equals_reference() -> Result<(), Failed> {
     let model = model()?;
     let prompt = prompt(model)?;
     let ours = run_on(RuntimeName::Cpu, model, &prompt)?;
     let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, None, |_, _| {})?;
-    agree("the CPU runtime against the reference", &ours, &theirs)
+    agree("the CPU runtime against the reference", &ours, &theirs)?;
+    let mut needed = vec![
+        cells::embed::KEY,
+        cells::rmsnorm::KEY,
+        cells::rope::KEY,
+        cells::attention::SCORES_KEY,
+        cells::attention::SOFTMAX_KEY,
+        cells::attention::ATTEND_KEY,
+        cells::SWIGLU_KEY,
+        cells::key(model.embedding.ty),
+    ];
+    for l in &model.layers {
+        needed.extend([cells::key(l.qkv.ty), cells::key(l.gate_up.ty)]);
+        needed.extend([cells::matvec::key_add(l.out.ty), cells::matvec::key_add(l.down.ty)]);
+    }
+    let ran: Vec<CellKey> = dispatch::dispatched(&RuntimeName::Cpu.client()?).into_iter().map(|(k, _)| k).collect();
+    let missed: Vec<String> = needed.iter().filter(|k| !ran.contains(k)).map(|k| k.to_string()).collect();
+    if !missed.is_empty() {
+        return Err(
+            format!("the engine's step did not dispatch these cells through their op functions: {missed:?}").into()
+        );
+    }
+    let unknown: Vec<String> = cell::ops()
+        .into_iter()
+        .filter(|r| r.krate == "island-llm" && !needed.contains(&r.op.key) && !r.op.key.op.starts_with("matvec"))
+        .map(|r| r.op.key.to_string())
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("cells the engine registers but its step never needs: {unknown:?}").into())
+    }
 }
 
 fn device_equals_cpu(r: RuntimeName) -> Result<(), Failed> {
