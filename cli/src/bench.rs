@@ -13,6 +13,7 @@ use island_runtime::Target;
 use island_runtime::bench::side_by_side;
 use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -34,12 +35,19 @@ pub struct Args {
     /// Only this matvec shape, `MxK` (e.g. 4096x14336).
     #[arg(long, value_parser = crate::args::shape)]
     shape: Option<(usize, usize)>,
+    /// A built `test-backend-ops` (llama.cpp's tests): ggml's quantized matmuls are measured in
+    /// the same run and set beside the islands (`crate::ggml`).
+    #[arg(long, value_name = "PATH")]
+    ggml: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<Outcome, CliError> {
-    let Args { runtime, iters, rounds, only, small, shape } = args;
+    let Args { runtime, iters, rounds, only, small, shape, ggml } = args;
+    if let Some(path) = &ggml {
+        crate::ggml::check(path)?;
+    }
     let client = runtime.client()?;
-    Ok(run_on(&client, &Options { iters, rounds, only, small, shape })?.into())
+    Ok(run_on(&client, &Options { iters, rounds, only, small, shape, ggml })?.into())
 }
 
 pub struct Options {
@@ -50,6 +58,8 @@ pub struct Options {
     pub small: bool,
     /// Only this matvec shape (m, k).
     pub shape: Option<(usize, usize)>,
+    /// A built `test-backend-ops`, to measure ggml in the same run.
+    pub ggml: Option<PathBuf>,
 }
 
 /// Runs the benches on `client`; `Ok(false)` when a result was not byte-equal.
@@ -82,9 +92,24 @@ pub fn run_on(client: &Client, options: &Options) -> Result<bool, String> {
         Some(shape) => vec![shape],
         None => matvecs,
     };
+    let ggml = match &options.ggml {
+        Some(path) => {
+            let cases = crate::ggml::measure(path)?;
+            println!("\nggml (`test-backend-ops perf -o MUL_MAT -b CUDA0`, in this run): its time per run");
+            for c in &cases {
+                let what = if c.n == 1 { "matvec (mmvq)" } else { "batched (mmq)" };
+                println!(
+                    "    {} m={} n={} k={} {what:<14} {:>9.2} µs ({} runs)",
+                    c.type_a, c.m, c.n, c.k, c.us, c.runs
+                );
+            }
+            cases
+        }
+        None => Vec::new(),
+    };
     if wants("matvec") {
         for (m, k) in matvecs {
-            ok &= matvec(client, &cpu, m, k, options)?;
+            ok &= matvec(client, &cpu, m, k, options, &ggml)?;
         }
     }
     if wants("rmsnorm") {
@@ -121,7 +146,14 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Result<bool, String> {
+fn matvec(
+    client: &Client,
+    cpu: &Client,
+    m: usize,
+    k: usize,
+    o: &Options,
+    ggml: &[crate::ggml::Case],
+) -> Result<bool, String> {
     let mut rng = Rng::new((m * 31 + k) as u64);
     let w = floats(m * k, &mut rng);
     let x = floats(k, &mut rng);
@@ -184,11 +216,17 @@ fn matvec(client: &Client, cpu: &Client, m: usize, k: usize, o: &Options) -> Res
             "    island / direct time ratio, graph replay: {:.4}",
             times[7].as_secs_f64() / times[8].as_secs_f64()
         );
-        if (m, k) == (4096, 14336) && client.name() == "cuda" {
-            let ggml = crate::peers::GGML_MMVQ_4096X14336_US;
+        if let Some(c) = ggml.iter().find(|c| c.is("q8_0", m, 1, k)) {
             println!(
-                "    ggml mmvq (quoted: H200, 2026-11-30, docs/perf.md) {ggml:.2} µs: island graph replay is {:.2}× faster",
-                ggml / us(times[7])
+                "    ggml mmvq q8_0 (measured in this run) {:.2} µs: island graph replay is {:.2}× faster",
+                c.us,
+                c.us / us(times[7])
+            );
+        } else if (m, k) == (4096, 14336) && client.name() == "cuda" {
+            let quoted = crate::peers::GGML_MMVQ_4096X14336_US;
+            println!(
+                "    ggml mmvq (quoted: H200, 2026-11-30, docs/perf.md; --ggml PATH measures it) {quoted:.2} µs: island graph replay is {:.2}× faster",
+                quoted / us(times[7])
             );
         }
     }

@@ -25,6 +25,7 @@ mod conform;
 mod error;
 mod example;
 mod gate;
+mod ggml;
 mod intrinsics;
 mod list;
 mod lower;

@@ -1,7 +1,8 @@
 //! Settings launches would consult are checked before the CLI does anything: a policy that does
 //! not exist, a ledger path that cannot be read and a ledger that does not parse each stop it
-//! with status 2 and a message naming the value. (This test binary spawns the CLI; it links no
-//! runtime.)
+//! with status 2 and a message naming the value; so does a `--ggml` path of the bench that is
+//! not there, and the bench reads ggml's cases from a stand-in of `test-backend-ops`. (This test
+//! binary spawns the CLI; it links no runtime.)
 
 use std::process::Command;
 
@@ -45,4 +46,70 @@ fn a_ledger_of_invalid_json_stops_the_cli() {
 fn good_settings_run() {
     let (code, err) = islands(&[("ISLANDS_POLICY", "strict")]);
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// What `test-backend-ops perf` prints (its console printer: colours, a case it does not
+/// support, another op's line), for a stand-in of it.
+const GGML_OUTPUT: &str = "Testing 2 devices\n\nBackend 1/2: CUDA0\n  Device description: NVIDIA H200\n  \
+MUL_MAT(type_a=q8_0,type_b=f32,m=4096,n=1,k=14336,bs=[1,1],nr=[1,1],per=[0,1,2,3],v=0,o=1):                   \
+45696 runs -    23.07 us/run - 117.44 MFLOP/run - \x1b[1;34m  5.09 TFLOPS\x1b[0m\n  \
+MUL_MAT(type_a=q4_1,type_b=f32,m=4096,n=512,k=14336,bs=[1,1],nr=[1,1],per=[0,1,2,3],v=0,o=1):                  \
+  372 runs -   344.10 us/run -  60.13 GFLOP/run - \x1b[1;34m174.74 TFLOPS\x1b[0m\n  \
+MUL_MAT(type_a=q4_1,type_b=f32,m=4096,n=2,k=14336,bs=[1,1],nr=[1,1],per=[0,1,2,3],v=0,o=1): not supported\n  \
+ADD(type=f32,ne=[10,5,4,3]):         8192 runs -     2.50 us/run -      1 kB/run -    0.40 GB/s\n  \
+Backend CUDA0: OK\n";
+
+/// `islands bench --ggml PATH` with a stand-in for `test-backend-ops` that prints `output`.
+fn bench_with_ggml(output: &str) -> (Option<i32>, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("islands-cli-ggml-{}-{}", std::process::id(), output.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (fake, text) = (dir.join("test-backend-ops"), dir.join("output.txt"));
+    std::fs::write(&text, output).unwrap();
+    std::fs::write(&fake, format!("#!/bin/sh\ncat '{}'\n", text.display())).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_islands"))
+        .args(["bench", "--runtime", "cpu", "--small", "--only", "rmsnorm", "--iters", "1", "--rounds", "1", "--ggml"])
+        .arg(&fake)
+        .env_remove("ISLANDS_POLICY")
+        .env_remove("ISLANDS_LEDGER")
+        .output()
+        .expect("the islands binary runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_bench_reads_ggml_s_cases_from_its_output() {
+    let (code, out, err) = bench_with_ggml(GGML_OUTPUT);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ggml: Vec<&str> = out.lines().filter(|l| l.contains("k=14336")).collect();
+    assert_eq!(ggml.len(), 2, "{out}");
+    assert!(ggml[0].contains("q8_0 m=4096 n=1 k=14336") && ggml[0].contains("23.07 µs (45696 runs)"), "{out}");
+    assert!(ggml[1].contains("q4_1 m=4096 n=512 k=14336") && ggml[1].contains("344.10 µs (372 runs)"), "{out}");
+}
+
+#[test]
+fn a_ggml_that_prints_no_case_is_an_error() {
+    let (code, out, err) = bench_with_ggml("usage: test-backend-ops [mode]\n");
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("not a `test-backend-ops` run this bench can read"), "{err}");
+}
+
+#[test]
+fn a_missing_ggml_stops_the_bench_before_it_runs() {
+    let out = Command::new(env!("CARGO_BIN_EXE_islands"))
+        .args(["bench", "--runtime", "cpu", "--ggml", "/nonexistent/test-backend-ops"])
+        .output()
+        .expect("the islands binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/nonexistent/test-backend-ops") && !String::from_utf8_lossy(&out.stdout).contains("bench on"),
+        "{err}"
+    );
 }
