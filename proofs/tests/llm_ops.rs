@@ -8,7 +8,7 @@
 //! reverse, a product unfused, a reciprocal instead of a division) must differ from the reference
 //! on them, or the check fails as unable to fail. The shapes are SmolLM2-135M's.
 
-use island_llm::deciding::{Draw, activations, matrix, swiglu_pairs};
+use island_llm::deciding::{Draw, activations, matrix, softmax_scores, swiglu_pairs};
 use island_llm::kernels::AttnShape;
 use island_llm::math::exp_host;
 use island_llm::ops;
@@ -239,38 +239,13 @@ fn scores(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     same_bits("scores", &ops::attention_scores(client, &q, &kc, n as u32, base as u32, SHAPE)?, &want)
 }
 
-/// Softmax over 61 of 64 positions per head: equal maxima, a spread that underflows `exp`,
-/// −∞ (a masked score), a constant row, realistic and wide rows; the positions past `n` must be
-/// left alone.
+/// Softmax over 61 of 64 positions per head, on the inputs the softmax cell decides with
+/// (`deciding::softmax_scores`: equal maxima, a spread that underflows `exp`, −∞, a constant
+/// row, realistic and wide rows); the positions past `n` must be left alone.
 fn softmax(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     let mut rng = Rng::new(0x5eed_0005);
     let (c, n) = (SHAPE.context, 61usize);
-    let mut s = vec![0.0f32; SHAPE.heads * c];
-    for h in 0..SHAPE.heads {
-        for j in 0..c {
-            s[h * c + j] = match h {
-                0 => 0.75,
-                1 => rng.wide(0) * 40.0 - 20.0 * (j % 2) as f32,
-                2 => {
-                    if j % 9 == 0 {
-                        12.5
-                    } else {
-                        rng.unit() * 12.5
-                    }
-                }
-                3 => {
-                    if j == 4 {
-                        f32::NEG_INFINITY
-                    } else {
-                        rng.unit() * 8.0 - 4.0
-                    }
-                }
-                4 => -(j as f32) * 3.0,
-                5 => rng.wide(30),
-                _ => rng.unit() * 6.0 - 3.0,
-            };
-        }
-    }
+    let s = softmax_scores(SHAPE.heads, c, &mut rng);
     let mut want = s.clone();
     let mut reversed = s.clone();
     let mut reciprocal = s.clone();

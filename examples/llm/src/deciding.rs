@@ -121,3 +121,25 @@ pub fn swiglu_pairs(n: usize, rng: &mut Rng) -> (Vec<f32>, Vec<f32>) {
     let up: Vec<f32> = (0..n).map(|_| rng.wide(6)).collect();
     (gate, up)
 }
+
+/// Attention scores for the softmax, `heads × positions`, by head in turn: a constant row, equal
+/// maxima, a spread where `exp` underflows, a masked (−∞) score, a falling row, wide and
+/// realistic rows (the pattern repeats every seven heads).
+pub fn softmax_scores(heads: usize, positions: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..heads * positions)
+        .map(|i| {
+            let j = i % positions;
+            match (i / positions) % 7 {
+                0 => 0.75,
+                1 => rng.wide(0) * 40.0 - 20.0 * (j % 2) as f32,
+                2 if j.is_multiple_of(9) => 12.5,
+                2 => rng.unit() * 12.5,
+                3 if j == 4 => f32::NEG_INFINITY,
+                3 => rng.unit() * 8.0 - 4.0,
+                4 => -((j % 64) as f32) * 3.0,
+                5 => rng.wide(30),
+                _ => rng.unit() * 6.0 - 3.0,
+            }
+        })
+        .collect()
+}

@@ -9,7 +9,7 @@
 //! context, n}` for the softmax.
 
 use super::choice::{IncumbentBuffers, arg, run, scalars};
-use crate::deciding::Draw;
+use crate::deciding::{Draw, softmax_scores};
 use crate::kernels::{
     AttnShape, UNITS, attend as attend_kernel, grid, scores as scores_kernel, softmax as softmax_kernel,
 };
@@ -104,25 +104,7 @@ pub const SOFTMAX: Op = Op {
     oracle_rows: GROUP,
     check,
     inputs: |s, seed| {
-        let mut rng = Rng::new(seed);
-        // Per head: equal maxima, a spread where exp underflows, a masked (−∞) score, a
-        // constant row, wide and realistic rows.
-        let scores: Vec<f32> = (0..s.rows * s.cols)
-            .map(|i| {
-                let j = i % s.cols;
-                match (i / s.cols) % 7 {
-                    0 => 0.75,
-                    1 => rng.wide(0) * 40.0 - 20.0 * (j % 2) as f32,
-                    2 if j % 9 == 0 => 12.5,
-                    2 => rng.unit() * 12.5,
-                    3 if j == 4 => f32::NEG_INFINITY,
-                    3 => rng.unit() * 8.0 - 4.0,
-                    4 => -((j % 64) as f32) * 3.0,
-                    5 => rng.wide(30),
-                    _ => rng.unit() * 6.0 - 3.0,
-                }
-            })
-            .collect();
+        let scores = softmax_scores(s.rows, s.cols, &mut Rng::new(seed));
         vec![f32s(&scores), u32::as_bytes(&[s.rows as u32, s.cols as u32, s.cols as u32]).to_vec()]
     },
     scratch: |_| Vec::new(),

@@ -6,7 +6,7 @@
 use crate::cells::matvec::{key, key_add};
 use crate::quant::QuantType;
 use cubecl::prelude::*;
-use island_runtime::cell::{Buffers, CellError, Incumbent, Lang, Shape};
+use island_runtime::cell::{Buffers, CellError, CellKey, Incumbent, Lang, Shape};
 use island_runtime::foreign::CudaKernel;
 use island_runtime::glsl_kernel::GlslKernel;
 
@@ -24,14 +24,21 @@ enum Design {
     WarpPerRow,
 }
 
-fn launch(ty: QuantType, design: Design, client: &Client, s: &Shape, b: &Buffers) -> Result<(), CellError> {
+fn launch(
+    cell: CellKey,
+    ty: QuantType,
+    design: Design,
+    client: &Client,
+    s: &Shape,
+    b: &Buffers,
+) -> Result<(), CellError> {
     let entry = match (ty, design) {
         (QuantType::Q4_1, Design::ThreadPerRow) => "matvec_q4_1_rows",
         (QuantType::Q8_0, Design::ThreadPerRow) => "matvec_q8_0_rows",
         (QuantType::Q4_1, Design::WarpPerRow) => "matvec_q4_1_warp",
         (QuantType::Q8_0, Design::WarpPerRow) => "matvec_q8_0_warp",
     };
-    let error = |reason: String| CellError::Launch { cell: key(ty).to_string(), candidate: entry.into(), reason };
+    let error = |reason: String| CellError::Launch { cell: cell.to_string(), candidate: entry.into(), reason };
     let ([w, d, m, x, params, ..], [xq, xd]) = (b.inputs, b.scratch) else {
         return Err(error("five inputs and two scratch buffers expected".into()));
     };
@@ -57,7 +64,7 @@ macro_rules! incumbent {
             lang: Lang::CudaCpp,
             runtime: "cuda",
             source: SOURCE,
-            launch: |c, s, b| launch($ty, $design, c, s, b),
+            launch: |c, s, b| launch($cell, $ty, $design, c, s, b),
         };
         island_runtime::incumbent!($name);
     };
@@ -85,8 +92,8 @@ const MATVEC_GLSL_Q8_0: GlslKernel = GlslKernel {
     workgroup: (64, 1, 1),
 };
 
-fn launch_glsl(ty: QuantType, client: &Client, s: &Shape, b: &Buffers) -> Result<(), CellError> {
-    let error = |reason: String| CellError::Launch { cell: key(ty).to_string(), candidate: "GLSL".into(), reason };
+fn launch_glsl(cell: CellKey, ty: QuantType, client: &Client, s: &Shape, b: &Buffers) -> Result<(), CellError> {
+    let error = |reason: String| CellError::Launch { cell: cell.to_string(), candidate: "GLSL".into(), reason };
     let ([w, d, m, x, params, ..], [xq, xd]) = (b.inputs, b.scratch) else {
         return Err(error("five inputs and two scratch buffers expected".into()));
     };
@@ -114,7 +121,7 @@ macro_rules! glsl_incumbent {
             lang: Lang::Glsl,
             runtime: "wgpu<spirv>",
             source: GLSL_SOURCE,
-            launch: |c, s, b| launch_glsl($ty, c, s, b),
+            launch: |c, s, b| launch_glsl($cell, $ty, c, s, b),
         };
         island_runtime::incumbent!($name);
     };
