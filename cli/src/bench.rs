@@ -8,7 +8,7 @@
 use crate::error::{CliError, Outcome};
 use cubecl::prelude::*;
 use island_examples::testing::{first_difference, floats};
-use island_examples::{gemm_i8, gemm_i8_mma, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, mmq, q8_matvec, rmsnorm};
 use island_runtime::Target;
 use island_runtime::bench::side_by_side;
 use island_runtime::inputs::Rng;
@@ -26,7 +26,7 @@ pub struct Args {
     /// Rounds (the median is reported).
     #[arg(long, default_value_t = 7)]
     rounds: usize,
-    /// Only one bench: matvec, rmsnorm or gemm.
+    /// Only one bench: matvec, rmsnorm, gemm, gemm-f16 or mmq.
     #[arg(long)]
     only: Option<String>,
     /// Small shapes (a smoke test for runtimes without a big device).
@@ -77,7 +77,16 @@ pub fn run_on(client: &Client, options: &Options) -> Result<bool, String> {
     } else {
         (vec![(4096, 14336), (8192, 8192), (14336, 4096)], 4096, 4096)
     };
-    let peers = if client.name() == "cuda" && (wants("rmsnorm") || wants("gemm")) {
+    // The int8 GEMM: the square sizes, then a 7–8B model's prefill of 512 tokens (m = tokens):
+    // the attention projections, the gate/up projection and the down projection.
+    let gemms = if options.small {
+        vec![(128, 128, 128)]
+    } else {
+        vec![(4096, 4096, 4096), (8192, 8192, 8192), (512, 4096, 4096), (512, 4096, 14336), (512, 14336, 4096)]
+    };
+    // The MMQ at ggml's batched case: 4096 weight rows of 14336, 512 tokens.
+    let (mmq_m, mmq_k, mmq_n) = if options.small { (128, 384, 128) } else { (4096, 14336, 512) };
+    let peers = if client.name() == "cuda" && (wants("rmsnorm") || wants("gemm") || wants("gemm-f16")) {
         match crate::peers::measure(gemm_size, rms_size, rms_size, options.rounds) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -116,7 +125,18 @@ pub fn run_on(client: &Client, options: &Options) -> Result<bool, String> {
         ok &= rms(client, &cpu, rms_size, rms_size, options, peers.as_ref())?;
     }
     if wants("gemm") {
-        ok &= gemm(client, &cpu, gemm_size, options, peers.as_ref())?;
+        for &shape in &gemms {
+            let torch = if shape == (gemm_size, gemm_size, gemm_size) { peers.as_ref() } else { None };
+            ok &= gemm(client, &cpu, shape, options, torch)?;
+        }
+    }
+    if wants("gemm-f16") {
+        ok &= gemm_half(client, gemm_size, options, peers.as_ref())?;
+    }
+    if wants("mmq") {
+        for quant in [mmq::Quant::Q8_0, mmq::Quant::Q4_1] {
+            ok &= mmq_bench(client, &cpu, quant, (mmq_m, mmq_k, mmq_n), options, &ggml)?;
+        }
     }
     Ok(ok)
 }
@@ -353,11 +373,10 @@ fn rms(
 fn gemm(
     client: &Client,
     cpu: &Client,
-    size: usize,
+    (m, k, n): (usize, usize, usize),
     o: &Options,
     peers: Option<&crate::peers::Peers>,
 ) -> Result<bool, String> {
-    let (m, k, n) = (size, size, size);
     gemm_i8_mma::check(m, k, n).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(0x6e33);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
@@ -378,7 +397,7 @@ fn gemm(
         .map_err(|e| e.to_string())?;
     let flops = 2.0 * (m * n * k) as f64;
     let tops = |t_us: f64| flops / t_us / 1e6;
-    println!("\nint8 GEMM {m}×{k}×{n} (i32 out)");
+    println!("\nint8 GEMM m={m} k={k} n={n} (i32 out)");
     println!(
         "    island, cmma 16×16×16 tiles, B row-major       {:>10.1} µs   {:>6.1} TOP/s",
         us(times[0]),
@@ -406,6 +425,19 @@ fn gemm(
         println!("    island mma.sync speed / torch _int_mm (faster layout): {:.3}", best / us(times[1]));
         println!("    island cmma speed / torch _int_mm (faster layout):     {:.3}", best / us(times[0]));
     }
+    let lt = cublaslt_int8(client, (m, k, n), &a, &bt, o);
+    if let Some(Ok(best)) = &lt {
+        println!(
+            "    cuBLASLt, fastest of {} heuristic algorithms        {:>10.1} µs   {:>6.1} TOP/s   ({})",
+            best.algorithms,
+            best.us,
+            tops(best.us),
+            best.config
+        );
+        println!("    island mma.sync speed / cuBLASLt's fastest: {:.3}", best.us / us(times[1]));
+    } else if let Some(Err(e)) = &lt {
+        println!("    cuBLASLt: none ({e})");
+    }
     // Check one fresh product of each: against the plain-Rust reference on the whole output,
     // and against the CPU runtime's `default` on the top-left block.
     let want = gemm_i8_mma::reference(m, k, n, &a, &bt);
@@ -421,7 +453,10 @@ fn gemm(
     let got = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
     let mut ok = check("cmma island vs plain-Rust reference (whole output)", &as_u32(&got_cmma), &as_u32(&want));
     ok &= check("mma.sync island vs plain-Rust reference (whole output)", &as_u32(&got), &as_u32(&want));
-    let block = gemm_i8_mma::CONFIG.block_m() as usize;
+    if let Some(Ok(best)) = &lt {
+        ok &= check("cuBLASLt vs plain-Rust reference (whole output)", &as_u32(&best.out), &as_u32(&want));
+    }
+    let block = gemm_i8_mma::CONFIG.block_m().min(gemm_i8_mma::CONFIG.block_n()) as usize;
     let ca = cpu.create_from_slice(i8::as_bytes(&a[..block * k]));
     let cb = cpu.create_from_slice(i8::as_bytes(&bt[..block * k]));
     let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; block * block]));
@@ -432,6 +467,169 @@ fn gemm(
         "mma.sync island vs CPU runtime `default` (top-left block)",
         &as_u32(&gemm_i8_mma::top_left(&got, n)),
         &as_u32(&cpu_block),
+    );
+    Ok(ok)
+}
+
+/// cuBLASLt's fastest int8 algorithm on the same inputs (`None` off CUDA or without the
+/// `cuda` feature).
+#[allow(unused_variables)]
+fn cublaslt_int8(
+    client: &Client,
+    (m, k, n): (usize, usize, usize),
+    a: &[i8],
+    bt: &[i8],
+    o: &Options,
+) -> Option<Result<crate::cublaslt::Best<i32>, String>> {
+    #[cfg(feature = "cuda")]
+    if client.name() == "cuda" {
+        return Some(crate::cublaslt::int8(m, k, n, a, bt, o.rounds, (o.iters / 20).max(3)));
+    }
+    None
+}
+
+/// The f16 GEMM island (16×16 tensor-core tiles, f32 accumulation and output) beside
+/// cuBLASLt's fastest f16 algorithm (f32 accumulation and output) and `torch.matmul` (f16
+/// output). The island is checked against the sm_90 model on a sampled corner; cuBLASLt's
+/// accumulation order is its own, so its agreement is counted, not required.
+fn gemm_half(client: &Client, size: usize, o: &Options, peers: Option<&crate::peers::Peers>) -> Result<bool, String> {
+    let (m, k, n) = (size, size, size);
+    gemm_f16::check(m, k, n).map_err(|e| e.to_string())?;
+    let mut rng = Rng::new(0x6631);
+    let a: Vec<half::f16> = floats(m * k, &mut rng).into_iter().map(half::f16::from_f32).collect();
+    let b: Vec<half::f16> = floats(k * n, &mut rng).into_iter().map(half::f16::from_f32).collect();
+    let ah = client.create_from_slice(half::f16::as_bytes(&a));
+    let bh = client.create_from_slice(half::f16::as_bytes(&b));
+    let ch = client.create_from_slice(f32::as_bytes(&vec![0f32; m * n]));
+    let native = Target::for_client(client);
+    // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
+    let mut island = || unsafe { gemm_f16::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
+    let iters = (o.iters / 50).max(3);
+    let times = side_by_side(client, o.rounds, iters, &mut [("f16 tiles", &mut island)]).map_err(|e| e.to_string())?;
+    let tflops = |t_us: f64| 2.0 * (m * n * k) as f64 / t_us / 1e6;
+    println!("\nf16 GEMM {m}×{k}×{n} (f32 accumulation)");
+    println!(
+        "    island, cmma 16×16×16 tiles, f32 out            {:>10.1} µs   {:>6.1} TFLOP/s",
+        us(times[0]),
+        tflops(us(times[0]))
+    );
+    if let Some(p) = peers {
+        println!(
+            "    torch {} matmul, f16 out                 {:>10.1} µs   {:>6.1} TFLOP/s",
+            p.torch,
+            p.matmul_f16,
+            tflops(p.matmul_f16)
+        );
+    }
+    let fresh = client.create_from_slice(f32::as_bytes(&vec![0f32; m * n]));
+    // SAFETY: as above.
+    unsafe { gemm_f16::launch(client, (&ah, &bh, &fresh), (m, k, n), native) };
+    let got = f32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
+    let lt = cublaslt_f16(client, (m, k, n), &a, &b, o);
+    if let Some(Ok(best)) = &lt {
+        println!(
+            "    cuBLASLt, fastest of {} heuristic algorithms, f32 out {:>7.1} µs   {:>6.1} TFLOP/s   ({})",
+            best.algorithms,
+            best.us,
+            tflops(best.us),
+            best.config
+        );
+        println!("    island speed / cuBLASLt's fastest: {:.3}", best.us / us(times[0]));
+        let same = got.iter().zip(&best.out).filter(|(x, y)| x.to_bits() == y.to_bits()).count();
+        println!("    cuBLASLt's output bit-equal to the island's in {same} of {} values (not required)", got.len());
+    } else if let Some(Err(e)) = &lt {
+        println!("    cuBLASLt: none ({e})");
+    }
+    // The sm_90 model on the first 16 rows × 256 columns (the model is slow on a host).
+    let (rows, cols) = (16.min(m), 256.min(n));
+    let a_rows = &a[..rows * k];
+    let b_cols: Vec<half::f16> = (0..k).flat_map(|r| b[r * n..r * n + cols].to_vec()).collect();
+    let want = gemm_f16::reference(rows, k, cols, a_rows, &b_cols, &vec![0f32; rows * cols]);
+    let corner: Vec<f32> = (0..rows).flat_map(|r| got[r * n..r * n + cols].to_vec()).collect();
+    Ok(check(&format!("island vs the sm_90 model (first {rows} rows × {cols} columns)"), &bits(&corner), &bits(&want)))
+}
+
+#[allow(unused_variables)]
+fn cublaslt_f16(
+    client: &Client,
+    (m, k, n): (usize, usize, usize),
+    a: &[half::f16],
+    b: &[half::f16],
+    o: &Options,
+) -> Option<Result<crate::cublaslt::Best<f32>, String>> {
+    #[cfg(feature = "cuda")]
+    if client.name() == "cuda" {
+        return Some(crate::cublaslt::f16(m, k, n, a, b, o.rounds, (o.iters / 20).max(3)));
+    }
+    None
+}
+
+/// The MMQ island (activation quantizer and product) at ggml's batched case, beside ggml's
+/// `mmq` measured in this run; checked against the plain-Rust reference on the whole output
+/// and against the CPU runtime's `default` on the first block of rows and tokens.
+fn mmq_bench(
+    client: &Client,
+    cpu: &Client,
+    quant: mmq::Quant,
+    (m, k, n): (usize, usize, usize),
+    o: &Options,
+    ggml: &[crate::ggml::Case],
+) -> Result<bool, String> {
+    let mut rng = Rng::new(0x6d6d71 + quant as u64);
+    let gguf = mmq::random_gguf(quant, m, k, &mut rng);
+    let w = mmq::MmqWeights::from_gguf(quant, m, k, &gguf).map_err(|e| e.to_string())?;
+    let x = floats(n * k, &mut rng);
+    let p = mmq::Problem::new(client, &w, &x, n).map_err(|e| e.to_string())?;
+    let native = Target::for_client(client);
+    let mut whole = || p.launch(client, native);
+    let mut quantize = || p.quantize(client, native);
+    let mut product = || p.product(client, native);
+    let iters = (o.iters / 20).max(3);
+    let times = side_by_side(
+        client,
+        o.rounds,
+        iters,
+        &mut [("mmq", &mut whole), ("quantizer", &mut quantize), ("product", &mut product)],
+    )
+    .map_err(|e| e.to_string())?;
+    let tflops = |t_us: f64| 2.0 * (m * n * k) as f64 / t_us / 1e6;
+    println!("\n{} MMQ m={m} n={n} k={k} (f32 activations quantized to Q8_1 in the timed work)", quant.name());
+    println!(
+        "    island, quantizer + product                     {:>10.2} µs   {:>6.1} TFLOP/s",
+        us(times[0]),
+        tflops(us(times[0]))
+    );
+    println!("      of which: quantizer alone                     {:>10.2} µs", us(times[1]));
+    println!(
+        "      of which: product alone                       {:>10.2} µs   {:>6.1} TFLOP/s",
+        us(times[2]),
+        tflops(us(times[2]))
+    );
+    if let Some(c) = ggml.iter().find(|c| c.is(quant.name(), m, n, k)) {
+        println!(
+            "    ggml mmq {} (measured in this run)              {:>10.2} µs   {:>6.1} TFLOP/s",
+            quant.name(),
+            c.us,
+            tflops(c.us)
+        );
+        println!("    island speed / ggml mmq: {:.3}", c.us / us(times[0]));
+    }
+    p.launch(client, native);
+    let got = p.output(client).map_err(|e| e.to_string())?;
+    let want = mmq::reference(&w, &x, n);
+    let mut ok = check("island vs plain-Rust reference (whole output)", &bits(&got), &bits(&want));
+    // The first block of weight rows and of tokens, on the CPU runtime (`default`).
+    let (bm, bn) = (mmq::CONFIG.block_m() as usize, mmq::CONFIG.block_n() as usize);
+    let sub = mmq::MmqWeights::from_gguf(quant, bm, k, &gguf[..bm * k / 32 * quant.gguf_block_bytes()])
+        .map_err(|e| e.to_string())?;
+    let cpu_p = mmq::Problem::new(cpu, &sub, &x[..bn * k], bn).map_err(|e| e.to_string())?;
+    cpu_p.launch(cpu, Target::for_client(cpu));
+    let cpu_y = cpu_p.output(cpu).map_err(|e| e.to_string())?;
+    let corner: Vec<f32> = (0..bn).flat_map(|j| got[j * m..j * m + bm].to_vec()).collect();
+    ok &= check(
+        &format!("island vs CPU runtime `default` (first {bm} rows × {bn} tokens)"),
+        &bits(&corner),
+        &bits(&cpu_y),
     );
     Ok(ok)
 }

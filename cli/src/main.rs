@@ -22,6 +22,7 @@ use std::process::ExitCode;
 mod args;
 mod bench;
 mod conform;
+mod cublaslt;
 mod error;
 mod example;
 mod gate;

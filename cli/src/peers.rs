@@ -1,6 +1,7 @@
 //! The peers a user would pick instead of an island kernel, timed in the same run through torch
 //! (when `python3` has torch and a CUDA device): `torch._int_mm` with B row-major and
 //! column-major (cuBLASLt's int8 kernels take B column-major: the layout decides its speed),
+//! `torch.matmul` on f16,
 //! `torch.nn.functional.rms_norm` eager and replayed from a CUDA graph, and torch's device copy.
 //! Each is timed kernel-only as the bench times the islands: inputs created once, N calls
 //! back to back between two events, the median of several rounds.
@@ -16,6 +17,8 @@ pub struct Peers {
     pub rms_norm_eager: f64,
     pub rms_norm_graph: f64,
     pub copy: f64,
+    /// `torch.matmul` on f16 `size²` matrices (f16 out).
+    pub matmul_f16: f64,
 }
 
 /// ggml's `mmvq` on the Q8_0 matvec 4096×14336, quoted: measured on an H200 with ggml built
@@ -41,6 +44,8 @@ g = torch.Generator(device='cuda').manual_seed(7)
 a = torch.randint(-128, 127, (size, size), dtype=torch.int8, device='cuda', generator=g)
 b = torch.randint(-128, 127, (size, size), dtype=torch.int8, device='cuda', generator=g)
 b_col = b.t().contiguous().t()
+ha = torch.randn(size, size, device='cuda', generator=g).half()
+hb = torch.randn(size, size, device='cuda', generator=g).half()
 x = torch.randn(rows, cols, device='cuda', generator=g)
 w = torch.randn(cols, device='cuda', generator=g)
 y = torch.empty_like(x)
@@ -59,6 +64,7 @@ print(json.dumps({
     "rms_norm_eager": timed(rms, 200),
     "rms_norm_graph": timed(graph.replay, 200),
     "copy": timed(lambda: y.copy_(x), 200),
+    "matmul_f16": timed(lambda: torch.matmul(ha, hb), 20),
 }))
 "#;
 

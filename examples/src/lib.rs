@@ -22,6 +22,7 @@ pub mod gemm_i8;
 pub mod gemm_i8_mma;
 pub mod incumbents;
 pub mod machine_code;
+pub mod mmq;
 pub mod q8_matvec;
 pub mod rmsnorm;
 pub mod rows;

@@ -5,7 +5,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use island_examples::testing::floats;
-use island_examples::{gemm_f16, gemm_i8, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, mmq, q8_matvec, rmsnorm};
 use island_runtime::inputs::Rng;
 use island_runtime::{Backend, Profile, Target};
 use libtest_mimic::{Failed, Trial};
@@ -22,6 +22,9 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("examples::q8_matvec::quantizer_meets_rounding_ties", q8_quantizer_ties),
         Trial::test("examples::rmsnorm::rows_whose_sum_order_decides_the_output", rms_order_decides),
         Trial::test("examples::gemm_f16::bad_shapes_are_rejected", gemm_half_shapes),
+        Trial::test("examples::mmq::q8_0_default_and_emulated_arm_match_reference", || mmq_matches(mmq::Quant::Q8_0)),
+        Trial::test("examples::mmq::q4_1_default_and_emulated_arm_match_reference", || mmq_matches(mmq::Quant::Q4_1)),
+        Trial::test("examples::mmq::bad_shapes_and_bytes_are_rejected", mmq_shapes),
         Trial::test("examples::q8_matvec::island_compiles_like_the_direct_kernel_on_cuda", zero_overhead),
     ]
     .into_iter()
@@ -473,4 +476,44 @@ fn normalize(source: &str) -> String {
     }
     flush(&mut word, &mut out, &mut names);
     out
+}
+
+/// The MMQ (quantizer and product) with `default` and with its CUDA arm emulated, against the
+/// plain-Rust reference: realistic scales, activations whose first half reach the quantizer's
+/// rounding ties ([`quantizer_inputs`], one block of zeros included) and whose second half are
+/// realistic values; `k` long enough to reuse every pipeline stage.
+fn mmq_matches(quant: mmq::Quant) -> Result<(), Failed> {
+    let client = client()?;
+    let (m, k, n) = (128, 384, 128);
+    let mut rng = Rng::new(0x6d6d71 + quant as u64);
+    let gguf = mmq::random_gguf(quant, m, k, &mut rng);
+    let w = mmq::MmqWeights::from_gguf(quant, m, k, &gguf)?;
+    let (mut x, _) = quantizer_inputs(n * k / 64);
+    x.extend(floats(n * k / 2, &mut rng));
+    let want = mmq::reference(&w, &x, n);
+    let problem = mmq::Problem::new(&client, &w, &x, n)?;
+    for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda], |_| true) {
+        problem.launch(&client, target);
+        same_bits(&format!("mmq {}, {what}", quant.name()), &problem.output(&client)?, &want)?;
+    }
+    Ok(())
+}
+
+fn mmq_shapes() -> Result<(), Failed> {
+    let client = client()?;
+    for (m, k, n) in [(0, 384, 128), (100, 384, 128), (128, 100, 128), (128, 384, 64), (128, 384, 0)] {
+        if mmq::check(m, k, n).is_ok() {
+            return Err(format!("mmq accepted {m}×{k}×{n}").into());
+        }
+    }
+    for quant in [mmq::Quant::Q8_0, mmq::Quant::Q4_1] {
+        if mmq::MmqWeights::from_gguf(quant, 128, 384, &[0u8; 10]).is_ok() {
+            return Err(format!("{} weights of 10 bytes accepted", quant.name()).into());
+        }
+    }
+    let w = mmq::MmqWeights::from_gguf(mmq::Quant::Q8_0, 128, 128, &vec![0u8; 128 * 4 * 34])?;
+    if mmq::Problem::new(&client, &w, &[0.0; 100], 128).is_ok() {
+        return Err("mmq accepted 100 activations for 128 columns of 128".into());
+    }
+    Ok(())
 }
