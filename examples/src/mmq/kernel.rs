@@ -114,7 +114,7 @@ fn load_stage(
 /// of four each; units 0–63 load the scales (`dw`, `dx`), units 64–127 the Q4_1 minima and
 /// sums (`mw`, `sx`). Plain loads into registers, stored to shared memory by [`store_scales`]
 /// once the current stage is computed, so their latency hides behind it.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::collapsible_if)] // a comptime branch around a runtime one
 #[cube]
 fn fetch_scales(
     wd: &[Scales],
@@ -143,7 +143,7 @@ fn fetch_scales(
 }
 
 /// Stores what [`fetch_scales`] loaded into shared slot `stage`.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::collapsible_if)] // a comptime branch around a runtime one
 #[cube]
 fn store_scales(
     swd: &mut [Scales],
