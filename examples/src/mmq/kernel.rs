@@ -18,7 +18,9 @@ use super::quantize::col_slot;
 use crate::gemm_i8_mma::Config;
 use cubecl::prelude::*;
 use island_intrinsics::{cp_async, exact, ldmatrix, mma_sync, portable};
+use island_runtime::divergence::{Divergence, Of};
 use island_runtime::prelude::*;
+use island_runtime::quirks;
 
 /// Values of `k` per stage (two quantization blocks).
 pub const STAGE_K: u32 = 64;
@@ -515,3 +517,9 @@ pub fn mmq_q4_1(
                                 comptime!((m, k, n)), Quant::Q4_1, target),
     }
 }
+
+island_runtime::divergence!(Divergence {
+    of: Of::Default,
+    quirk: &quirks::LAVAPIPE_MMQ_DEFAULT_ULP,
+    islands: &[concat!(module_path!(), "::mmq_q8_0#0"), concat!(module_path!(), "::mmq_q4_1#0")],
+});
