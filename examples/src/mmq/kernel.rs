@@ -13,8 +13,9 @@
 //! Both apply the same operations to the same values in the same order, so the arm is
 //! byte-equal to `default`: the CPU proof runs it through each intrinsic's emulation.
 
-use super::Quant;
+use super::quant::Quant;
 use super::quantize::col_slot;
+use crate::error::ShapeError;
 use crate::gemm_i8_mma::Config;
 use cubecl::prelude::*;
 use island_intrinsics::{cp_async, exact, ldmatrix, mma_sync, portable};
@@ -523,3 +524,14 @@ island_runtime::divergence!(Divergence {
     quirk: &quirks::LAVAPIPE_MMQ_DEFAULT_ULP,
     islands: &[concat!(module_path!(), "::mmq_q8_0#0"), concat!(module_path!(), "::mmq_q4_1#0")],
 });
+
+/// Checks a shape before launch: `m` and `n` whole blocks of the kernel, `k` whole stages.
+pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
+    let (bm, bn, bk) = (CONFIG.block_m() as usize, CONFIG.block_n() as usize, STAGE_K as usize);
+    if m == 0 || n == 0 || k == 0 || !m.is_multiple_of(bm) || !n.is_multiple_of(bn) || !k.is_multiple_of(bk) {
+        return Err(ShapeError(format!(
+            "the MMQ works on whole {bm}×{bn} blocks and {bk}-value steps of k: m (weight rows) must be a positive multiple of {bm}, n (tokens) of {bn}, k of {bk}; got m={m}, k={k}, n={n}"
+        )));
+    }
+    Ok(())
+}

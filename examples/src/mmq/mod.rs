@@ -23,11 +23,13 @@
 //! block-major in the order the tensor-core fragments read them ([`row_position`]).
 
 mod kernel;
+mod quant;
 mod quantize;
 mod reference;
 mod weights;
 
 pub use kernel::*;
+pub use quant::*;
 pub use quantize::*;
 pub use reference::*;
 pub use weights::*;
@@ -36,55 +38,6 @@ use crate::error::ShapeError;
 use cubecl::prelude::*;
 use island_runtime::Target;
 use island_runtime::readback::ReadError;
-
-/// Values per quantization block.
-pub const BLOCK: usize = 32;
-
-/// A weight quant type the kernel takes.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub enum Quant {
-    /// 32 signed bytes and an f16 scale per block.
-    Q8_0,
-    /// 32 unsigned nibbles (byte `j` holds values `j` and `j + 16`), an f16 scale and an f16
-    /// minimum per block: `w = d·q + m`.
-    Q4_1,
-}
-
-impl Quant {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Quant::Q8_0 => "q8_0",
-            Quant::Q4_1 => "q4_1",
-        }
-    }
-
-    /// Bytes of one GGUF block.
-    pub const fn gguf_block_bytes(self) -> usize {
-        match self {
-            Quant::Q8_0 => 34,
-            Quant::Q4_1 => 20,
-        }
-    }
-
-    /// Bytes of quants per block.
-    pub const fn quant_bytes(self) -> usize {
-        match self {
-            Quant::Q8_0 => 32,
-            Quant::Q4_1 => 16,
-        }
-    }
-}
-
-/// Checks a shape before launch: `m` and `n` whole blocks of the kernel, `k` whole stages.
-pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
-    let (bm, bn, bk) = (CONFIG.block_m() as usize, CONFIG.block_n() as usize, STAGE_K as usize);
-    if m == 0 || n == 0 || k == 0 || !m.is_multiple_of(bm) || !n.is_multiple_of(bn) || !k.is_multiple_of(bk) {
-        return Err(ShapeError(format!(
-            "the MMQ works on whole {bm}×{bn} blocks and {bk}-value steps of k: m (weight rows) must be a positive multiple of {bm}, n (tokens) of {bn}, k of {bk}; got m={m}, k={k}, n={n}"
-        )));
-    }
-    Ok(())
-}
 
 /// Device buffers of one problem, created once (for repeated, kernel-only launches).
 pub struct Problem {

@@ -5,7 +5,7 @@
 //! rounded ([`exact::div`]), the rounding half away from zero on the exact quotient, the sum
 //! of quants an integer.
 
-use super::BLOCK;
+use super::quant::BLOCK;
 use cubecl::prelude::*;
 use island_intrinsics::exact;
 use island_runtime::prelude::*;

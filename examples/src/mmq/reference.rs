@@ -1,7 +1,8 @@
 //! The plain-Rust reference: the definition in `mod.rs`, written with Rust's IEEE operations
 //! (`mul_add` is the once-rounded `fma`). Columns are split over the host's cores.
 
-use super::{BLOCK, MmqWeights, Quant};
+use super::quant::{BLOCK, Quant};
+use super::weights::{MmqWeights, scale_index};
 use crate::q8_matvec::quantize_block;
 
 /// One activation column quantized to Q8_1: quants, and per block `d` and `s = d·Σq`.
@@ -30,7 +31,7 @@ pub fn reference(w: &MmqWeights, x: &[f32], n: usize) -> Vec<f32> {
     let blocks = k / BLOCK;
     // The weights' quants and scales unpacked once, row-major.
     let wq: Vec<i32> = (0..m * k).map(|i| w.quant(i / k, i % k)).collect();
-    let at = |v: &[f32], row: usize, b: usize| v[super::scale_index(m, row, b)];
+    let at = |v: &[f32], row: usize, b: usize| v[scale_index(m, row, b)];
     let mut y = vec![0f32; m * n];
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(n.max(1));
     let per = n.div_ceil(threads).max(1);

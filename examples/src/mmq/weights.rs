@@ -1,6 +1,7 @@
 //! MMQ weights in the kernel's layout, imported from GGUF `block_q8_0` / `block_q4_1` bytes.
 
-use super::{BLOCK, Quant, check};
+use super::kernel::{CONFIG, check};
+use super::quant::{BLOCK, Quant};
 use crate::error::ShapeError;
 use half::f16;
 
@@ -51,7 +52,7 @@ impl MmqWeights {
     /// Splits GGUF blocks (rows × cols/32 of them, row-major) into the kernel's layout. The
     /// shape must suit the kernel ([`check`] with one tile of tokens).
     pub fn from_gguf(quant: Quant, rows: usize, cols: usize, blocks: &[u8]) -> Result<MmqWeights, ShapeError> {
-        check(rows, cols, super::CONFIG.block_n() as usize)?;
+        check(rows, cols, CONFIG.block_n() as usize)?;
         let per_row = cols / BLOCK;
         let size = quant.gguf_block_bytes();
         if blocks.len() != rows * per_row * size {
