@@ -8,7 +8,7 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_intrinsics::{dp4a, mma, mma_sync, plane, portable};
+use island_intrinsics::{dp4a, mma, mma_sync, plane, portable, wgmma};
 use island_runtime::prelude::*;
 
 /// A dp4a arm that forgets to sign-extend the bytes it unpacks.
@@ -386,5 +386,52 @@ pub fn tile_in_k_order(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: 
             contract = accumulation(32, "tensor-core accumulation", exact_where = mma::f16_modelled);
         cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16_with(a, 16u32, b, 16u32, c, 16u32, 1u32, comptime!(None), target),
         default => portable::tile_f16_fused(a, 16u32, b, 16u32, c, 16u32, 1u32),
+    }
+}
+
+// ---- wgmma: tiles stored in one layout and described to the tensor cores as another.
+
+/// A `wgmma` arm that stores its tiles row after row (128 bytes each) without the XOR the
+/// 128-byte swizzle its descriptors name: the layout slip TMA-less kernels invite. `N = 16`,
+/// four `k` steps.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn unswizzled_wgmma_tile(a: &[Vector<i32, Const<4>>], bt: &[Vector<i32, Const<4>>], c: &mut [i32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[Vector<i32, Const<4>>; 512], bt: &[Vector<i32, Const<4>>; 128], c: &mut [i32; 1024]), cube_dim = 128;
+        cuda if sm >= 90 => {
+            let layout = comptime!(wgmma::Layout { swizzle: wgmma::Swizzle::B128, leading: 16, stride: 1024 });
+            let mut sa = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(512usize, 1024usize);
+            let mut sb = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(128usize, 1024usize);
+            for i in 0..4u32 {
+                sa[(UNIT_POS + 128 * i) as usize] = a[(UNIT_POS + 128 * i) as usize];
+            }
+            sb[UNIT_POS as usize] = bt[UNIT_POS as usize];
+            wgmma::fence_shared::call(target);
+            sync_cube();
+            let (warp, g, t) = (UNIT_POS / 32, (UNIT_POS % 32) / 4, UNIT_POS % 4);
+            let mut fc = Vector::<i32, Const<8>>::empty();
+            #[unroll]
+            for r in 0..8usize {
+                fc.insert(r, c[((16 * warp + g + 8 * ((r as u32 / 2) % 2)) * 16 + 8 * (r as u32 / 4) + 2 * t + r as u32 % 2) as usize]);
+            }
+            let d = wgmma::m64n_k32_s8::call::<Const<8>>(&sa, 0u32, &sb, 0u32, fc, 4u32, layout, layout, target);
+            #[unroll]
+            for r in 0..8usize {
+                c[((16 * warp + g + 8 * ((r as u32 / 2) % 2)) * 16 + 8 * (r as u32 / 4) + 2 * t + r as u32 % 2) as usize] = d.extract(r);
+            }
+        },
+        default => {
+            for j in 0..8u32 {
+                let e = UNIT_POS * 8 + j;
+                let mut sum = c[e as usize];
+                for w in 0..32u32 {
+                    let x = a[(e / 16 * 8 + w / 4) as usize].extract_dynamic((w % 4) as usize);
+                    let y = bt[(e % 16 * 8 + w / 4) as usize].extract_dynamic((w % 4) as usize);
+                    sum = portable::dot4_i8(x, y, sum);
+                }
+                c[e as usize] = sum;
+            }
+        },
     }
 }
