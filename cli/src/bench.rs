@@ -8,7 +8,7 @@
 use crate::error::{CliError, Outcome};
 use cubecl::prelude::*;
 use island_examples::testing::{first_difference, floats};
-use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, mmq, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, mmq, q8_matvec, rmsnorm};
 use island_runtime::Target;
 use island_runtime::bench::side_by_side;
 use island_runtime::inputs::Rng;
@@ -378,6 +378,7 @@ fn gemm(
     peers: Option<&crate::peers::Peers>,
 ) -> Result<bool, String> {
     gemm_i8_mma::check(m, k, n).map_err(|e| e.to_string())?;
+    gemm_i8_wgmma::check(m, k, n).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(0x6e33);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
@@ -388,13 +389,16 @@ fn gemm(
     let bth = client.create_from_slice(i8::as_bytes(&bt));
     let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
     let dh = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
+    let eh = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
     let native = Target::for_client(client);
-    // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
+    // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the checks.
     let mut cmma = || unsafe { gemm_i8::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
     let mut mma = || unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &dh), (m, k, n), native) };
+    let mut wg = || unsafe { gemm_i8_wgmma::launch(client, (&ah, &bth, &eh), (m, k, n), native) };
     let iters = (o.iters / 20).max(3);
-    let times = side_by_side(client, o.rounds, iters, &mut [("cmma", &mut cmma), ("mma.sync", &mut mma)])
-        .map_err(|e| e.to_string())?;
+    let times =
+        side_by_side(client, o.rounds, iters, &mut [("cmma", &mut cmma), ("mma.sync", &mut mma), ("wgmma", &mut wg)])
+            .map_err(|e| e.to_string())?;
     let flops = 2.0 * (m * n * k) as f64;
     let tops = |t_us: f64| flops / t_us / 1e6;
     println!("\nint8 GEMM m={m} k={k} n={n} (i32 out)");
@@ -407,6 +411,11 @@ fn gemm(
         "    island, mma.sync pipeline, B column-major      {:>10.1} µs   {:>6.1} TOP/s",
         us(times[1]),
         tops(us(times[1]))
+    );
+    println!(
+        "    island, wgmma pipeline, B column-major         {:>10.1} µs   {:>6.1} TOP/s",
+        us(times[2]),
+        tops(us(times[2]))
     );
     if let Some(p) = peers {
         println!(
@@ -422,6 +431,7 @@ fn gemm(
             tops(p.int_mm_b_col_major)
         );
         let best = p.int_mm_b_row_major.min(p.int_mm_b_col_major);
+        println!("    island wgmma speed / torch _int_mm (faster layout):    {:.3}", best / us(times[2]));
         println!("    island mma.sync speed / torch _int_mm (faster layout): {:.3}", best / us(times[1]));
         println!("    island cmma speed / torch _int_mm (faster layout):     {:.3}", best / us(times[0]));
     }
@@ -434,6 +444,7 @@ fn gemm(
             tops(best.us),
             best.config
         );
+        println!("    island wgmma speed / cuBLASLt's fastest:    {:.3}", best.us / us(times[2]));
         println!("    island mma.sync speed / cuBLASLt's fastest: {:.3}", best.us / us(times[1]));
     } else if let Some(Err(e)) = &lt {
         println!("    cuBLASLt: none ({e})");
@@ -451,8 +462,13 @@ fn gemm(
     // SAFETY: as above.
     unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &fresh), (m, k, n), native) };
     let got = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
+    let fresh = client.create_from_slice(i32::as_bytes(&c0));
+    // SAFETY: as above.
+    unsafe { gemm_i8_wgmma::launch(client, (&ah, &bth, &fresh), (m, k, n), native) };
+    let got_wg = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
     let mut ok = check("cmma island vs plain-Rust reference (whole output)", &as_u32(&got_cmma), &as_u32(&want));
     ok &= check("mma.sync island vs plain-Rust reference (whole output)", &as_u32(&got), &as_u32(&want));
+    ok &= check("wgmma island vs plain-Rust reference (whole output)", &as_u32(&got_wg), &as_u32(&want));
     if let Some(Ok(best)) = &lt {
         ok &= check("cuBLASLt vs plain-Rust reference (whole output)", &as_u32(&best.out), &as_u32(&want));
     }
@@ -466,6 +482,18 @@ fn gemm(
     ok &= check(
         "mma.sync island vs CPU runtime `default` (top-left block)",
         &as_u32(&gemm_i8_mma::top_left(&got, n)),
+        &as_u32(&cpu_block),
+    );
+    let (rows, cols) = (gemm_i8_wgmma::CONFIG.block_m() as usize, gemm_i8_wgmma::CONFIG.block_n as usize);
+    let ca = cpu.create_from_slice(i8::as_bytes(&a[..rows * k]));
+    let cb = cpu.create_from_slice(i8::as_bytes(&bt[..cols * k]));
+    let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; rows * cols]));
+    // SAFETY: the first block of rows of `a` and of `bᵀ`, a rows×cols output.
+    unsafe { gemm_i8_wgmma::launch(cpu, (&ca, &cb, &cc), (rows, k, cols), Target::for_client(cpu)) };
+    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc).map_err(|e| e.to_string())?).to_vec();
+    ok &= check(
+        "wgmma island vs CPU runtime `default` (top-left block)",
+        &as_u32(&gemm_i8_wgmma::top_left(&got_wg, n)),
         &as_u32(&cpu_block),
     );
     Ok(ok)

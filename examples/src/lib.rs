@@ -5,6 +5,7 @@
 //! - [`rmsnorm`]: RMSNorm over rows with the plane-sum island of [`rows`].
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
 //! - [`gemm_i8_mma`]: an int8 GEMM on `mma.sync`, `ldmatrix` and a `cp.async` pipeline.
+//! - [`gemm_i8_wgmma`]: an int8 GEMM on Hopper's `wgmma` fed by a `cp.async` pipeline.
 //! - [`gemm_f16`]: an f16 tile GEMM with a `cmma` island, bit-exact on sm_90's tensor cores.
 //! - [`machine_code`]: a `dp4a` arm the compiler removes, which the gate declines on CUDA.
 //! - [`cell`]: the RMSNorm cell of "verify, then delete", with its hand-written [`incumbents`].
@@ -20,6 +21,7 @@ pub mod error;
 pub mod gemm_f16;
 pub mod gemm_i8;
 pub mod gemm_i8_mma;
+pub mod gemm_i8_wgmma;
 pub mod incumbents;
 pub mod machine_code;
 pub mod mmq;

@@ -1,0 +1,255 @@
+//! int8 GEMM on Hopper's warpgroup MMA: `c[m×n] = a[m×k] · b[k×n]`, i8 inputs, i32 outputs,
+//! `a` row-major and `b` column-major (stored as `bᵀ`), the layouts and the reference of
+//! [`crate::gemm_i8_mma`].
+//!
+//! One cube of `warpgroups` warpgroups computes a `64·warpgroups × block_n` block of `c`
+//! ([`Config`]), each warpgroup 64 rows of it. The block is an island:
+//! - `cuda if sm >= 90`: a pipeline of `stages` shared-memory stages of 128 bytes of `k`, filled
+//!   by `cp.async` copies into the 128-byte-swizzled layout `wgmma` descriptors name
+//!   ([`LAYOUT`]); per stage, each warpgroup runs four `wgmma` m64n`block_n`k32 steps on its rows
+//!   of `a` and the whole stage of `bᵀ`, accumulators in registers for the whole `k` loop.
+//! - `default`: each unit its share of the block's outputs, plain loops over packed words.
+//!
+//! Integer products and wrapping sums are exact in any order, so the arm is byte-equal to
+//! `default`; the CPU proof runs the arm through each intrinsic's emulation on a `k` long
+//! enough to reuse every stage.
+
+use crate::error::ShapeError;
+use cubecl::prelude::*;
+use island_intrinsics::wgmma::{self, Layout, Swizzle, WARPGROUP};
+use island_intrinsics::{cp_async, portable};
+use island_runtime::prelude::*;
+
+/// The geometry of a cube's block (comptime).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct Config {
+    /// Warpgroups down the block, each 64 rows.
+    pub warpgroups: u32,
+    /// Columns of the block: the `N` of each warpgroup's `wgmma` (a multiple of 8, at most 256).
+    pub block_n: u32,
+    /// Shared-memory stages in flight.
+    pub stages: u32,
+}
+
+/// Bytes of `k` per stage: one 128-byte swizzled row.
+pub const STAGE_K: u32 = 128;
+
+/// The stages' layout: rows of 128 bytes of `k`, 16-byte chunks XORed with the row's low three
+/// bits, 8-row groups 1 KiB apart (`wgmma`'s 128-byte swizzle).
+pub const LAYOUT: Layout = Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 };
+
+impl Config {
+    pub const fn block_m(&self) -> u32 {
+        self.warpgroups * 64
+    }
+    pub const fn units(&self) -> u32 {
+        self.warpgroups * WARPGROUP
+    }
+    /// 16-byte chunks of `a` and of `bᵀ` in one stage.
+    pub const fn a_stage_chunks(&self) -> u32 {
+        self.block_m() * STAGE_K / 16
+    }
+    pub const fn b_stage_chunks(&self) -> u32 {
+        self.block_n * STAGE_K / 16
+    }
+}
+
+/// The configuration the kernel launches with: 256×128 blocks of four warpgroups, four stages
+/// (192 KiB of shared memory).
+pub const CONFIG: Config = Config { warpgroups: 4, block_n: 128, stages: 4 };
+
+/// A warpgroup's accumulator fragment for [`CONFIG`]: `block_n / 2` registers.
+type Acc = Const<64>;
+
+type Word = Vector<i32, Const<4>>;
+type Pair = Vector<i32, Const<2>>;
+
+/// Issues the copies of `k` tile `kt` of `rows` rows (`k` bytes each) into stage `stage` of
+/// `tile`, at [`LAYOUT`].
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn load_stage(
+    src: &[Word],
+    tile: &mut [Word],
+    stage: u32,
+    kt: u32,
+    #[comptime] rows: u32,
+    #[comptime] k: u32,
+    #[comptime] units: u32,
+    #[comptime] target: Target,
+) {
+    let kc = comptime!(k / 16);
+    let chunks = comptime!(rows * STAGE_K / 16);
+    #[unroll]
+    for i in 0..comptime!(chunks / units) {
+        let idx = UNIT_POS + i * units;
+        let (row, chunk) = (idx / 8, idx % 8);
+        let slot = wgmma::offset(0u32, row, 16 * chunk, LAYOUT) / 16;
+        cp_async::copy16::call(tile, stage * chunks + slot, src, row * kc + kt * 8 + chunk, target);
+    }
+}
+
+/// The block on tensor cores: `a` the block's first row, `bt` its first column, `c` its
+/// top-left element (rows `n / 2` pairs apart).
+#[cube]
+fn block_wgmma<N: Size>(
+    a: &[Word],
+    bt: &[Word],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
+) {
+    let k_tiles = comptime!(k / STAGE_K);
+    let stages = comptime!(cfg.stages);
+    let units = comptime!(cfg.units());
+    let a_chunks = comptime!(cfg.a_stage_chunks());
+    let b_chunks = comptime!(cfg.b_stage_chunks());
+    let mut sa = Shared::<[Word]>::new_aligned_slice(comptime!((stages * a_chunks) as usize), 1024usize);
+    let mut sb = Shared::<[Word]>::new_aligned_slice(comptime!((stages * b_chunks) as usize), 1024usize);
+    let group = UNIT_POS / WARPGROUP;
+    let mut acc = Vector::<i32, N>::empty();
+    #[unroll]
+    for r in 0..comptime!(N::value()) {
+        acc.insert(r, 0i32);
+    }
+    // The first `stages - 1` tiles in flight; one group per tile, empty past the end.
+    #[unroll]
+    for s in 0..comptime!(stages - 1) {
+        if s < k_tiles {
+            load_stage(a, &mut sa, s, s, comptime!(cfg.block_m()), k, units, target);
+            load_stage(bt, &mut sb, s, s, comptime!(cfg.block_n), k, units, target);
+        }
+        cp_async::commit::call(target);
+    }
+    for kt in 0..k_tiles {
+        // Tile `kt` has landed once at most `stages - 2` groups are pending; each unit fences
+        // its copies for the tensor cores' reads, and the barrier also retires the stage read
+        // in the previous step, which the next copies overwrite (each `wgmma` call waits for
+        // its instructions).
+        cp_async::wait::call(comptime!(stages - 2), target);
+        wgmma::fence_shared::call(target);
+        sync_cube();
+        let next = kt + stages - 1;
+        if next < k_tiles {
+            load_stage(a, &mut sa, next % stages, next, comptime!(cfg.block_m()), k, units, target);
+            load_stage(bt, &mut sb, next % stages, next, comptime!(cfg.block_n), k, units, target);
+        }
+        cp_async::commit::call(target);
+        let stage = kt % stages;
+        // The warpgroup's 64 rows start 8 row groups (8 KiB) after the previous one's.
+        let a_start = stage * comptime!(a_chunks * 16) + group * 8192;
+        acc = wgmma::m64n_k32_s8::call::<N>(&sa, a_start, &sb, stage * comptime!(b_chunks * 16), acc, 4u32, LAYOUT, LAYOUT, target);
+    }
+    // Register `r` of unit `u` holds row `16·warp + (u % 32)/4 + 8·((r/2) % 2)` of the
+    // warpgroup's rows, column `8·(r/4) + 2·(u % 4) + r % 2`: pairs of registers are pairs of
+    // columns.
+    let unit = UNIT_POS % WARPGROUP;
+    let (warp, g, t) = (unit / 32, (unit % 32) / 4, unit % 4);
+    #[unroll]
+    for r in 0..comptime!(N::value() / 2) {
+        let row = group * 64 + 16 * warp + g + 8 * (r as u32 % 2);
+        let col = 8 * (r as u32 / 2) + 2 * t;
+        let mut p = Pair::empty();
+        p.insert(0usize, acc.extract(2 * r));
+        p.insert(1usize, acc.extract(2 * r + 1));
+        c[((row * n + col) / 2) as usize] = p;
+    }
+}
+
+/// The `default` block: unit `u` computes pairs of outputs `u, u + units, …` of the block,
+/// each output the sum over packed words of `a`'s row and `bᵀ`'s row, in `k` order.
+#[cube]
+fn block_scalar(
+    a: &[Word],
+    bt: &[Word],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+) {
+    let kc = comptime!(k / 16);
+    let units = comptime!(cfg.units());
+    let pairs = comptime!(cfg.block_n / 2);
+    for i in 0..comptime!(cfg.block_m() * pairs / units) {
+        let e = UNIT_POS + i * units;
+        let (row, pair) = (e / pairs, e % pairs);
+        let mut s0 = 0i32;
+        let mut s1 = 0i32;
+        for w in 0..comptime!(kc * 4) {
+            let x = a[(row * kc + w / 4) as usize].extract_dynamic((w % 4) as usize);
+            s0 = portable::dot4_i8(x, bt[(2 * pair * kc + w / 4) as usize].extract_dynamic((w % 4) as usize), s0);
+            s1 = portable::dot4_i8(x, bt[((2 * pair + 1) * kc + w / 4) as usize].extract_dynamic((w % 4) as usize), s1);
+        }
+        let mut p = Pair::empty();
+        p.insert(0usize, s0);
+        p.insert(1usize, s1);
+        c[((row * n) / 2 + pair) as usize] = p;
+    }
+}
+
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
+    let kc = comptime!(k / 16);
+    let a_block = &a[(CUBE_POS_Y * CONFIG.block_m() * kc) as usize..];
+    let b_block = &bt[(CUBE_POS_X * CONFIG.block_n * kc) as usize..];
+    let c_block = &mut c[((CUBE_POS_Y * CONFIG.block_m() * n + CUBE_POS_X * CONFIG.block_n) / 2) as usize..];
+    island! {
+        proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
+              c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
+        cuda if sm >= 90 => block_wgmma::<Acc>(a_block, b_block, c_block, k, n, CONFIG, target),
+        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG),
+    }
+}
+
+/// Checks a shape before launch: `m` and `n` whole blocks, `k` whole stages.
+pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
+    let (bm, bn) = (CONFIG.block_m() as usize, CONFIG.block_n as usize);
+    if m == 0
+        || n == 0
+        || k == 0
+        || !m.is_multiple_of(bm)
+        || !n.is_multiple_of(bn)
+        || !k.is_multiple_of(STAGE_K as usize)
+    {
+        return Err(ShapeError(format!(
+            "the wgmma int8 GEMM works on whole {bm}×{bn} blocks and {STAGE_K}-byte steps of k: m must be a positive multiple of {bm}, n of {bn}, k of {STAGE_K}; got {m}×{k}×{n}"
+        )));
+    }
+    Ok(())
+}
+
+/// Launches the GEMM with the given tag; `bt` holds `b` column-major (n rows of k bytes).
+///
+/// # Safety
+/// `a` must hold m·k i8, `bt` k·n i8 and `c` m·n i32 values, and the shape must pass [`check`].
+pub unsafe fn launch(
+    client: &Client,
+    (a, bt, c): (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
+    (m, k, n): (usize, usize, usize),
+    target: Target,
+) {
+    let count = CubeCount::Static((n as u32) / CONFIG.block_n, (m as u32) / CONFIG.block_m(), 1);
+    unsafe {
+        gemm_i8_wgmma::launch_with(
+            client,
+            count,
+            CubeDim::new_1d(CONFIG.units()),
+            BufferArg::from_raw_parts(a.clone(), m * k / 16),
+            BufferArg::from_raw_parts(bt.clone(), k * n / 16),
+            BufferArg::from_raw_parts(c.clone(), m * n / 2),
+            k as u32,
+            n as u32,
+            target,
+        );
+    }
+}
+
+/// The top-left block (`CONFIG.block_m()` rows, `CONFIG.block_n` columns) of an `m×n` output:
+/// what a CPU run of the kernel on the first block of rows of `a` and of `bᵀ` computes.
+pub fn top_left(c: &[i32], n: usize) -> Vec<i32> {
+    let (rows, cols) = (CONFIG.block_m() as usize, CONFIG.block_n as usize);
+    (0..rows).flat_map(|r| c[r * n..r * n + cols].to_vec()).collect()
+}
