@@ -184,6 +184,9 @@ pub mod m64n_k32_s8 {
     ) -> Vector<i32, N> {
         let pa = a.slice((a_start / 16) as usize, (a_start / 16) as usize + 1).as_ptr();
         let pb = b.slice((b_start / 16) as usize, (b_start / 16) as usize + 1).as_ptr();
+        // A vector the caller keeps in a mutable local reaches inline asm as that local's
+        // address; the sum with zero is a value (the C++ compiler folds the addition away).
+        let c = c + Vector::<i32, N>::new(0i32);
         let d: Vector<i32, N>;
         gpu_asm!(
             "{}// {} {} {} {}",

@@ -5,7 +5,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use island_examples::testing::floats;
-use island_examples::{gemm_f16, gemm_i8, mmq, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, mmq, q8_matvec, rmsnorm};
 use island_runtime::inputs::Rng;
 use island_runtime::{Backend, Profile, Target};
 use libtest_mimic::{Failed, Trial};
@@ -18,6 +18,8 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("examples::rmsnorm::default_and_forced_arms_match_reference", rms),
         Trial::test("examples::gemm_i8::default_and_forced_arms_match_reference", gemm),
         Trial::test("examples::gemm_i8::bad_shapes_are_rejected", gemm_shapes),
+        Trial::test("examples::gemm_i8_wgmma::default_and_emulated_arm_match_reference", gemm_wgmma),
+        Trial::test("examples::gemm_i8_wgmma::bad_shapes_are_rejected", gemm_wgmma_shapes),
         Trial::test("examples::gemm_f16::default_and_forced_arms_match_the_sm90_model", gemm_half),
         Trial::test("examples::q8_matvec::quantizer_meets_rounding_ties", q8_quantizer_ties),
         Trial::test("examples::rmsnorm::rows_whose_sum_order_decides_the_output", rms_order_decides),
@@ -339,6 +341,42 @@ fn gemm_half_shapes() -> Result<(), Failed> {
     for (m, k, n) in [(0, 16, 16), (16, 24, 16), (17, 16, 16), (16, 16, 8)] {
         if gemm_f16::check(m, k, n).is_ok() {
             return Err(format!("{m}×{k}×{n} was accepted").into());
+        }
+    }
+    Ok(())
+}
+
+/// The wgmma GEMM on 2×2 blocks, `k` long enough to reuse every stage, with `default` and with
+/// its sm_90 arm emulated, against the plain-Rust reference on the whole output: each block
+/// reads its own rows and columns, which the island's proof (one block) does not show.
+fn gemm_wgmma() -> Result<(), Failed> {
+    let client = client()?;
+    let (m, k, n) = (512, 640, 256);
+    gemm_i8_wgmma::check(m, k, n)?;
+    let mut rng = Rng::new(0x7767);
+    let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
+    // Column-major `b` (n rows of k bytes); every fourth row all −128, the extreme products.
+    let bt: Vec<i8> = (0..n * k).map(|i| if (i / k) % 4 == 3 { i8::MIN } else { rng.next_u64() as i8 }).collect();
+    let want = gemm_i8_mma::reference(m, k, n, &a, &bt);
+    for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda], |p| p.sm >= 90) {
+        let ah = client.create_from_slice(i8::as_bytes(&a));
+        let bh = client.create_from_slice(i8::as_bytes(&bt));
+        let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
+        // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
+        unsafe { gemm_i8_wgmma::launch(&client, (&ah, &bh, &ch), (m, k, n), target) };
+        let got = island_runtime::readback::read(&client, ch)?;
+        let got = i32::from_bytes(&got);
+        if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
+            return Err(format!("wgmma gemm, {what}: first difference at {i}: got {:#x}, want {:#x}", got[i], want[i]).into());
+        }
+    }
+    Ok(())
+}
+
+fn gemm_wgmma_shapes() -> Result<(), Failed> {
+    for (m, k, n) in [(0, 128, 128), (256, 100, 128), (128, 128, 128), (256, 128, 64), (256, 128, 0)] {
+        if gemm_i8_wgmma::check(m, k, n).is_ok() {
+            return Err(format!("the wgmma GEMM accepted {m}×{k}×{n}").into());
         }
     }
     Ok(())
