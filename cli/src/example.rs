@@ -8,7 +8,7 @@
 use crate::error::{CliError, Outcome};
 use cubecl::prelude::*;
 use island_examples::testing::floats;
-use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, q8_matvec, rmsnorm};
 use island_runtime::Target;
 use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
@@ -26,6 +26,8 @@ pub enum Example {
     GemmI8,
     #[value(name = "gemm-i8-mma")]
     GemmI8Mma,
+    #[value(name = "gemm-i8-wgmma")]
+    GemmI8Wgmma,
     #[value(name = "gemm-f16")]
     GemmF16,
 }
@@ -37,6 +39,7 @@ impl fmt::Display for Example {
             Example::Rmsnorm => "rmsnorm",
             Example::GemmI8 => "gemm-i8",
             Example::GemmI8Mma => "gemm-i8-mma",
+            Example::GemmI8Wgmma => "gemm-i8-wgmma",
             Example::GemmF16 => "gemm-f16",
         })
     }
@@ -44,7 +47,7 @@ impl fmt::Display for Example {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma or gemm-f16.
+    /// q8-matvec, rmsnorm, gemm-i8, gemm-i8-mma, gemm-i8-wgmma or gemm-f16.
     #[arg(value_enum, hide_possible_values = true)]
     name: Example,
     #[arg(long, default_value = "cpu", value_parser = crate::args::runtime)]
@@ -81,7 +84,8 @@ pub fn run_on(name: Example, client: &Client, rows: usize, cols: usize, cpu_rows
         Example::Q8Matvec => q8(client, &cpu, rows, cols, cpu_rows.min(rows)),
         Example::Rmsnorm => rms(client, &cpu, rows, cols, cpu_rows.min(rows)),
         Example::GemmI8 => gemm(client, &cpu, rows, cols, cpu_rows.min(rows)),
-        Example::GemmI8Mma => gemm_mma(client, &cpu, rows, cols),
+        Example::GemmI8Mma => gemm_bt(client, &cpu, rows, cols, &MMA_SYNC),
+        Example::GemmI8Wgmma => gemm_bt(client, &cpu, rows, cols, &WGMMA),
         Example::GemmF16 => gemm_half(client, &cpu, rows, cols, cpu_rows.min(rows)),
     }
 }
@@ -213,11 +217,36 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
     Ok(ok)
 }
 
-/// The mma.sync GEMM, `m×k` by `k×m` (B column-major): native arms, the device's `default` and
-/// the CPU runtime's `default` (on the top-left block) against the plain-Rust reference.
-fn gemm_mma(client: &Client, cpu: &Client, m: usize, k: usize) -> Result<bool, String> {
+/// An int8 GEMM that takes `b` column-major: its shape check, its launch and its block.
+struct BtGemm {
+    check: fn(usize, usize, usize) -> Result<(), island_examples::error::ShapeError>,
+    /// # Safety
+    /// As the kernel's `launch`.
+    launch: unsafe fn(&Client, (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle), (usize, usize, usize), Target),
+    /// Rows and columns of one cube's block, and that block of an output `n` columns wide.
+    block: (usize, usize),
+    top_left: fn(&[i32], usize) -> Vec<i32>,
+}
+
+const MMA_SYNC: BtGemm = BtGemm {
+    check: gemm_i8_mma::check,
+    launch: gemm_i8_mma::launch,
+    block: (gemm_i8_mma::CONFIG.block_m() as usize, gemm_i8_mma::CONFIG.block_n() as usize),
+    top_left: gemm_i8_mma::top_left,
+};
+
+const WGMMA: BtGemm = BtGemm {
+    check: gemm_i8_wgmma::check,
+    launch: gemm_i8_wgmma::launch,
+    block: (gemm_i8_wgmma::CONFIG.block_m() as usize, gemm_i8_wgmma::CONFIG.block_n as usize),
+    top_left: gemm_i8_wgmma::top_left,
+};
+
+/// A GEMM of [`BtGemm`], `m×k` by `k×m` (B column-major): native arms, the device's `default`
+/// and the CPU runtime's `default` (on the top-left block) against the plain-Rust reference.
+fn gemm_bt(client: &Client, cpu: &Client, m: usize, k: usize, kernel: &BtGemm) -> Result<bool, String> {
     let n = m;
-    gemm_i8_mma::check(m, k, n).map_err(|e| e.to_string())?;
+    (kernel.check)(m, k, n).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(0x6_e_0_1);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let bt: Vec<i8> = (0..n * k).map(|_| rng.next_u64() as i8).collect();
@@ -226,21 +255,17 @@ fn gemm_mma(client: &Client, cpu: &Client, m: usize, k: usize) -> Result<bool, S
         let bh = c.create_from_slice(i8::as_bytes(&bt[..n * k]));
         let ch = c.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
-        unsafe { gemm_i8_mma::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
+        unsafe { (kernel.launch)(c, (&ah, &bh, &ch), (m, k, n), target) };
         Ok(i32::from_bytes(&island_runtime::readback::read(c, ch).map_err(|e| e.to_string())?).to_vec())
     };
-    let block = gemm_i8_mma::CONFIG.block_m() as usize;
+    let (rows, cols) = kernel.block;
     let native = run(client, m, n, Target::for_client(client))?;
     let device_default = run(client, m, n, Target::default_arms(client))?;
-    let cpu_default = run(cpu, block, block, Target::for_client(cpu))?;
+    let cpu_default = run(cpu, rows, cols, Target::for_client(cpu))?;
     let reference = gemm_i8_mma::reference(m, k, n, &a, &bt);
     let bits = |v: i32| v as u32 as u64;
-    let mut ok = same(
-        "native arms vs CPU runtime `default` (top-left block)",
-        &gemm_i8_mma::top_left(&native, n),
-        &cpu_default,
-        bits,
-    );
+    let mut ok =
+        same("native arms vs CPU runtime `default` (top-left block)", &(kernel.top_left)(&native, n), &cpu_default, bits);
     ok &= same("native arms vs plain-Rust reference (whole output)", &native, &reference, bits);
     ok &= same("device `default` vs native arms", &device_default, &native, bits);
     Ok(ok)

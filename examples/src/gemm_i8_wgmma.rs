@@ -140,7 +140,17 @@ fn block_wgmma<N: Size>(
         let stage = kt % stages;
         // The warpgroup's 64 rows start 8 row groups (8 KiB) after the previous one's.
         let a_start = stage * comptime!(a_chunks * 16) + group * 8192;
-        acc = wgmma::m64n_k32_s8::call::<N>(&sa, a_start, &sb, stage * comptime!(b_chunks * 16), acc, 4u32, LAYOUT, LAYOUT, target);
+        acc = wgmma::m64n_k32_s8::call::<N>(
+            &sa,
+            a_start,
+            &sb,
+            stage * comptime!(b_chunks * 16),
+            acc,
+            4u32,
+            LAYOUT,
+            LAYOUT,
+            target,
+        );
     }
     // Register `r` of unit `u` holds row `16·warp + (u % 32)/4 + 8·((r/2) % 2)` of the
     // warpgroup's rows, column `8·(r/4) + 2·(u % 4) + r % 2`: pairs of registers are pairs of

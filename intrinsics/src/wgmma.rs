@@ -262,7 +262,14 @@ type Word = Vector<i32, Const<4>>;
 /// Stores `rows` rows of `k` bytes (row-major words of `src` from `first`) into a shared tile at
 /// its layout; each unit of the warpgroup a share of the 16-byte chunks.
 #[cube]
-fn store_tile(src: &[Word], first: u32, tile: &mut [Word], #[comptime] rows: u32, #[comptime] k: u32, #[comptime] layout: Layout) {
+fn store_tile(
+    src: &[Word],
+    first: u32,
+    tile: &mut [Word],
+    #[comptime] rows: u32,
+    #[comptime] k: u32,
+    #[comptime] layout: Layout,
+) {
     let chunks = comptime!(k / 16);
     let total = comptime!(rows * chunks);
     for i in 0..comptime!(total.div_ceil(WARPGROUP)) {
@@ -311,8 +318,10 @@ fn tile_wgmma<N: Size>(
 ) {
     let n = comptime!(2 * N::value() as u32);
     let k = comptime!(32 * steps);
-    let mut sa = Shared::<[Word]>::new_aligned_slice(comptime!(a_words as usize), comptime!(a_layout.alignment() as usize));
-    let mut sb = Shared::<[Word]>::new_aligned_slice(comptime!(b_words as usize), comptime!(b_layout.alignment() as usize));
+    let mut sa =
+        Shared::<[Word]>::new_aligned_slice(comptime!(a_words as usize), comptime!(a_layout.alignment() as usize));
+    let mut sb =
+        Shared::<[Word]>::new_aligned_slice(comptime!(b_words as usize), comptime!(b_layout.alignment() as usize));
     // Unused slots (a layout with gaps) hold a value no output may read.
     for i in 0..comptime!(a_words.div_ceil(WARPGROUP)) {
         if UNIT_POS + i * WARPGROUP < a_words {

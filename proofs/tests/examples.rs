@@ -367,7 +367,9 @@ fn gemm_wgmma() -> Result<(), Failed> {
         let got = island_runtime::readback::read(&client, ch)?;
         let got = i32::from_bytes(&got);
         if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
-            return Err(format!("wgmma gemm, {what}: first difference at {i}: got {:#x}, want {:#x}", got[i], want[i]).into());
+            return Err(
+                format!("wgmma gemm, {what}: first difference at {i}: got {:#x}, want {:#x}", got[i], want[i]).into()
+            );
         }
     }
     Ok(())

@@ -396,7 +396,12 @@ pub fn tile_in_k_order(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: 
 /// four `k` steps.
 #[islands(expect_mismatch)]
 #[cube]
-pub fn unswizzled_wgmma_tile(a: &[Vector<i32, Const<4>>], bt: &[Vector<i32, Const<4>>], c: &mut [i32], #[comptime] target: Target) {
+pub fn unswizzled_wgmma_tile(
+    a: &[Vector<i32, Const<4>>],
+    bt: &[Vector<i32, Const<4>>],
+    c: &mut [i32],
+    #[comptime] target: Target,
+) {
     island! {
         proof(a: &[Vector<i32, Const<4>>; 512], bt: &[Vector<i32, Const<4>>; 128], c: &mut [i32; 1024]), cube_dim = 128;
         cuda if sm >= 90 => {
