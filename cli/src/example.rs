@@ -222,7 +222,12 @@ struct BtGemm {
     check: fn(usize, usize, usize) -> Result<(), island_examples::error::ShapeError>,
     /// # Safety
     /// As the kernel's `launch`.
-    launch: unsafe fn(&Client, (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle), (usize, usize, usize), Target),
+    launch: unsafe fn(
+        &Client,
+        (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
+        (usize, usize, usize),
+        Target,
+    ),
     /// Rows and columns of one cube's block, and that block of an output `n` columns wide.
     block: (usize, usize),
     top_left: fn(&[i32], usize) -> Vec<i32>,
@@ -264,8 +269,12 @@ fn gemm_bt(client: &Client, cpu: &Client, m: usize, k: usize, kernel: &BtGemm) -
     let cpu_default = run(cpu, rows, cols, Target::for_client(cpu))?;
     let reference = gemm_i8_mma::reference(m, k, n, &a, &bt);
     let bits = |v: i32| v as u32 as u64;
-    let mut ok =
-        same("native arms vs CPU runtime `default` (top-left block)", &(kernel.top_left)(&native, n), &cpu_default, bits);
+    let mut ok = same(
+        "native arms vs CPU runtime `default` (top-left block)",
+        &(kernel.top_left)(&native, n),
+        &cpu_default,
+        bits,
+    );
     ok &= same("native arms vs plain-Rust reference (whole output)", &native, &reference, bits);
     ok &= same("device `default` vs native arms", &device_default, &native, bits);
     Ok(ok)
