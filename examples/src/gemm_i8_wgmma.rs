@@ -54,12 +54,13 @@ impl Config {
     }
 }
 
-/// The configuration the kernel launches with: 256×128 blocks of four warpgroups, four stages
-/// (192 KiB of shared memory).
+/// The configuration [`gemm_i8_wgmma`] launches with: 256×128 blocks of four warpgroups, four
+/// stages (192 KiB of shared memory).
 pub const CONFIG: Config = Config { warpgroups: 4, block_n: 128, stages: 4 };
 
-/// A warpgroup's accumulator fragment for [`CONFIG`]: `block_n / 2` registers.
-type Acc = Const<64>;
+/// The configuration [`gemm_i8_wgmma_n256`] launches with: 128×256 blocks of two warpgroups,
+/// each `wgmma` m64n256k32, four stages (192 KiB).
+pub const CONFIG_N256: Config = Config { warpgroups: 2, block_n: 256, stages: 4 };
 
 type Word = Vector<i32, Const<4>>;
 type Pair = Vector<i32, Const<2>>;
@@ -199,24 +200,51 @@ fn block_scalar(
     }
 }
 
+/// The block of cube (`CUBE_POS_X`, `CUBE_POS_Y`): its first row of `a`, its first column of
+/// `bᵀ` and its top-left element of `c`, as offsets.
+#[cube]
+fn block_offsets(#[comptime] k: u32, #[comptime] n: u32, #[comptime] cfg: Config) -> (usize, usize, usize) {
+    let kc = comptime!(k / 16);
+    (
+        (CUBE_POS_Y * comptime!(cfg.block_m()) * kc) as usize,
+        (CUBE_POS_X * comptime!(cfg.block_n) * kc) as usize,
+        ((CUBE_POS_Y * comptime!(cfg.block_m()) * n + CUBE_POS_X * comptime!(cfg.block_n)) / 2) as usize,
+    )
+}
+
+/// The GEMM on [`CONFIG`]'s blocks.
 #[islands]
 #[cube(launch)]
 pub fn gemm_i8_wgmma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
-    let kc = comptime!(k / 16);
-    let a_block = &a[(CUBE_POS_Y * CONFIG.block_m() * kc) as usize..];
-    let b_block = &bt[(CUBE_POS_X * CONFIG.block_n * kc) as usize..];
-    let c_block = &mut c[((CUBE_POS_Y * CONFIG.block_m() * n + CUBE_POS_X * CONFIG.block_n) / 2) as usize..];
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG);
+    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
               c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm >= 90 => block_wgmma::<Acc>(a_block, b_block, c_block, k, n, CONFIG, target),
+        cuda if sm >= 90 => block_wgmma::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG),
     }
 }
 
-/// Checks a shape before launch: `m` and `n` whole blocks, `k` whole stages.
+/// The GEMM on [`CONFIG_N256`]'s blocks.
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma_n256(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG_N256);
+    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
+    island! {
+        proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 10240],
+              c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 256), cube_dim = 256;
+        cuda if sm >= 90 => block_wgmma::<Const<128>>(a_block, b_block, c_block, k, n, CONFIG_N256, target),
+        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_N256),
+    }
+}
+
+/// Checks a shape before launch: `m` and `n` whole blocks (of both configurations), `k` whole
+/// stages.
 pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
-    let (bm, bn) = (CONFIG.block_m() as usize, CONFIG.block_n as usize);
+    let bm = CONFIG.block_m().max(CONFIG_N256.block_m()) as usize;
+    let bn = CONFIG.block_n.max(CONFIG_N256.block_n) as usize;
     if m == 0
         || n == 0
         || k == 0
@@ -231,29 +259,63 @@ pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
     Ok(())
 }
 
-/// Launches the GEMM with the given tag; `bt` holds `b` column-major (n rows of k bytes).
+/// Launches the GEMM on [`CONFIG`]'s blocks with the given tag; `bt` holds `b` column-major (n
+/// rows of k bytes).
 ///
 /// # Safety
 /// `a` must hold m·k i8, `bt` k·n i8 and `c` m·n i32 values, and the shape must pass [`check`].
 pub unsafe fn launch(
     client: &Client,
-    (a, bt, c): (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
-    (m, k, n): (usize, usize, usize),
+    handles: (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
+    shape: (usize, usize, usize),
     target: Target,
 ) {
-    let count = CubeCount::Static((n as u32) / CONFIG.block_n, (m as u32) / CONFIG.block_m(), 1);
-    unsafe {
-        gemm_i8_wgmma::launch_with(
-            client,
-            count,
-            CubeDim::new_1d(CONFIG.units()),
+    unsafe { launch_blocks(client, handles, shape, Blocks::M256N128, target) }
+}
+
+/// The two block shapes the GEMM launches with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocks {
+    /// [`CONFIG`]: 256×128, four warpgroups.
+    M256N128,
+    /// [`CONFIG_N256`]: 128×256, two warpgroups.
+    M128N256,
+}
+
+impl Blocks {
+    pub const fn config(self) -> Config {
+        match self {
+            Blocks::M256N128 => CONFIG,
+            Blocks::M128N256 => CONFIG_N256,
+        }
+    }
+}
+
+/// Launches the GEMM on `blocks`' blocks.
+///
+/// # Safety
+/// As [`launch`].
+pub unsafe fn launch_blocks(
+    client: &Client,
+    (a, bt, c): (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
+    (m, k, n): (usize, usize, usize),
+    blocks: Blocks,
+    target: Target,
+) {
+    let cfg = blocks.config();
+    let count = CubeCount::Static((n as u32) / cfg.block_n, (m as u32) / cfg.block_m(), 1);
+    let dim = CubeDim::new_1d(cfg.units());
+    // SAFETY: the caller's contract: the handles hold these many values.
+    let (a, bt, c) = unsafe {
+        (
             BufferArg::from_raw_parts(a.clone(), m * k / 16),
             BufferArg::from_raw_parts(bt.clone(), k * n / 16),
             BufferArg::from_raw_parts(c.clone(), m * n / 2),
-            k as u32,
-            n as u32,
-            target,
-        );
+        )
+    };
+    match blocks {
+        Blocks::M256N128 => gemm_i8_wgmma::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target),
+        Blocks::M128N256 => gemm_i8_wgmma_n256::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target),
     }
 }
 

@@ -346,7 +346,7 @@ fn gemm_half_shapes() -> Result<(), Failed> {
     Ok(())
 }
 
-/// The wgmma GEMM on 2×2 blocks, `k` long enough to reuse every stage, with `default` and with
+/// The wgmma GEMM in both block shapes (2×2 and 4×1 blocks), `k` long enough to reuse every stage, with `default` and with
 /// its sm_90 arm emulated, against the plain-Rust reference on the whole output: each block
 /// reads its own rows and columns, which the island's proof (one block) does not show.
 fn gemm_wgmma() -> Result<(), Failed> {
@@ -361,15 +361,19 @@ fn gemm_wgmma() -> Result<(), Failed> {
     for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda], |p| p.sm >= 90) {
         let ah = client.create_from_slice(i8::as_bytes(&a));
         let bh = client.create_from_slice(i8::as_bytes(&bt));
-        let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
-        // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
-        unsafe { gemm_i8_wgmma::launch(&client, (&ah, &bh, &ch), (m, k, n), target) };
-        let got = island_runtime::readback::read(&client, ch)?;
-        let got = i32::from_bytes(&got);
-        if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
-            return Err(
-                format!("wgmma gemm, {what}: first difference at {i}: got {:#x}, want {:#x}", got[i], want[i]).into()
-            );
+        for blocks in [gemm_i8_wgmma::Blocks::M256N128, gemm_i8_wgmma::Blocks::M128N256] {
+            let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
+            // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
+            unsafe { gemm_i8_wgmma::launch_blocks(&client, (&ah, &bh, &ch), (m, k, n), blocks, target) };
+            let got = island_runtime::readback::read(&client, ch)?;
+            let got = i32::from_bytes(&got);
+            if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
+                return Err(format!(
+                    "wgmma gemm {blocks:?}, {what}: first difference at {i}: got {:#x}, want {:#x}",
+                    got[i], want[i]
+                )
+                .into());
+            }
         }
     }
     Ok(())
