@@ -7,6 +7,7 @@
 
 use crate::error::{CliError, Outcome};
 use cubecl::prelude::*;
+use cubecl::server::Handle;
 use island_examples::testing::floats;
 use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, q8_matvec, rmsnorm};
 use island_runtime::Target;
@@ -217,17 +218,15 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
     Ok(ok)
 }
 
+/// A GEMM launch: the handles of `a`, `bᵀ` and `c`, the shape `(m, k, n)`, the tag.
+type Launch = unsafe fn(&Client, (&Handle, &Handle, &Handle), (usize, usize, usize), Target);
+
 /// An int8 GEMM that takes `b` column-major: its shape check, its launch and its block.
 struct BtGemm {
     check: fn(usize, usize, usize) -> Result<(), island_examples::error::ShapeError>,
     /// # Safety
     /// As the kernel's `launch`.
-    launch: unsafe fn(
-        &Client,
-        (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
-        (usize, usize, usize),
-        Target,
-    ),
+    launch: Launch,
     /// Rows and columns of one cube's block, and that block of an output `n` columns wide.
     block: (usize, usize),
     top_left: fn(&[i32], usize) -> Vec<i32>,
