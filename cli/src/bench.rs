@@ -389,23 +389,29 @@ fn gemm(
     let bth = client.create_from_slice(i8::as_bytes(&bt));
     let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
     let dh = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
-    let eh = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
     let native = Target::for_client(client);
     // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the checks.
     let mut cmma = || unsafe { gemm_i8::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
     let mut mma = || unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &dh), (m, k, n), native) };
-    let fh = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
-    let mut wg = || unsafe { gemm_i8_wgmma::launch(client, (&ah, &bth, &eh), (m, k, n), native) };
-    let wide = gemm_i8_wgmma::Blocks::M128N256;
-    let mut wg_wide = || unsafe { gemm_i8_wgmma::launch_blocks(client, (&ah, &bth, &fh), (m, k, n), wide, native) };
+    let wg_out: Vec<_> = gemm_i8_wgmma::Blocks::ALL
+        .iter()
+        .map(|_| client.create_from_slice(i32::as_bytes(&vec![0i32; m * n])))
+        .collect();
+    let mut wg_runs: Vec<_> = gemm_i8_wgmma::Blocks::ALL
+        .iter()
+        .zip(&wg_out)
+        // SAFETY: as above.
+        .map(|(&blocks, out)| {
+            let (ah, bth) = (&ah, &bth);
+            move || unsafe { gemm_i8_wgmma::launch_blocks(client, (ah, bth, out), (m, k, n), blocks, native) }
+        })
+        .collect();
     let iters = (o.iters / 20).max(3);
-    let times = side_by_side(
-        client,
-        o.rounds,
-        iters,
-        &mut [("cmma", &mut cmma), ("mma.sync", &mut mma), ("wgmma", &mut wg), ("wgmma n256", &mut wg_wide)],
-    )
-    .map_err(|e| e.to_string())?;
+    let mut variants: Vec<(&str, &mut dyn FnMut())> = vec![("cmma", &mut cmma), ("mma.sync", &mut mma)];
+    for run in wg_runs.iter_mut() {
+        variants.push(("wgmma", run));
+    }
+    let times = side_by_side(client, o.rounds, iters, &mut variants).map_err(|e| e.to_string())?;
     let flops = 2.0 * (m * n * k) as f64;
     let tops = |t_us: f64| flops / t_us / 1e6;
     println!("\nint8 GEMM m={m} k={k} n={n} (i32 out)");
@@ -419,17 +425,11 @@ fn gemm(
         us(times[1]),
         tops(us(times[1]))
     );
-    println!(
-        "    island, wgmma 256×128 blocks, B column-major   {:>10.1} µs   {:>6.1} TOP/s",
-        us(times[2]),
-        tops(us(times[2]))
-    );
-    println!(
-        "    island, wgmma 128×256 blocks, B column-major   {:>10.1} µs   {:>6.1} TOP/s",
-        us(times[3]),
-        tops(us(times[3]))
-    );
-    let wgmma_best = us(times[2]).min(us(times[3]));
+    for (i, blocks) in gemm_i8_wgmma::Blocks::ALL.iter().enumerate() {
+        let t = us(times[2 + i]);
+        println!("    island, wgmma {:<36} {:>10.1} µs   {:>6.1} TOP/s", blocks.label(), t, tops(t));
+    }
+    let wgmma_best = (0..gemm_i8_wgmma::Blocks::ALL.len()).map(|i| us(times[2 + i])).fold(f64::INFINITY, f64::min);
     if let Some(p) = peers {
         println!(
             "    torch {} _int_mm, B row-major           {:>10.1} µs   {:>6.1} TOP/s",
@@ -444,7 +444,7 @@ fn gemm(
             tops(p.int_mm_b_col_major)
         );
         let best = p.int_mm_b_row_major.min(p.int_mm_b_col_major);
-        println!("    island wgmma speed (faster blocks) / torch _int_mm (faster layout): {:.3}", best / wgmma_best);
+        println!("    island wgmma speed (fastest variant) / torch _int_mm (faster layout): {:.3}", best / wgmma_best);
         println!("    island mma.sync speed / torch _int_mm (faster layout): {:.3}", best / us(times[1]));
         println!("    island cmma speed / torch _int_mm (faster layout):     {:.3}", best / us(times[0]));
     }
@@ -457,7 +457,7 @@ fn gemm(
             tops(best.us),
             best.config
         );
-        println!("    island wgmma speed (faster blocks) / cuBLASLt's fastest: {:.3}", best.us / wgmma_best);
+        println!("    island wgmma speed (fastest variant) / cuBLASLt's fastest: {:.3}", best.us / wgmma_best);
         println!("    island mma.sync speed / cuBLASLt's fastest: {:.3}", best.us / us(times[1]));
     } else if let Some(Err(e)) = &lt {
         println!("    cuBLASLt: none ({e})");
@@ -475,18 +475,20 @@ fn gemm(
     // SAFETY: as above.
     unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &fresh), (m, k, n), native) };
     let got = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
-    let fresh = client.create_from_slice(i32::as_bytes(&c0));
-    // SAFETY: as above.
-    unsafe { gemm_i8_wgmma::launch(client, (&ah, &bth, &fresh), (m, k, n), native) };
-    let got_wg = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
-    let fresh = client.create_from_slice(i32::as_bytes(&c0));
-    // SAFETY: as above.
-    unsafe { gemm_i8_wgmma::launch_blocks(client, (&ah, &bth, &fresh), (m, k, n), wide, native) };
-    let got_wide = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
+    let mut got_wg = Vec::new();
+    for &blocks in &gemm_i8_wgmma::Blocks::ALL {
+        let fresh = client.create_from_slice(i32::as_bytes(&c0));
+        // SAFETY: as above.
+        unsafe { gemm_i8_wgmma::launch_blocks(client, (&ah, &bth, &fresh), (m, k, n), blocks, native) };
+        got_wg
+            .push(i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec());
+    }
     let mut ok = check("cmma island vs plain-Rust reference (whole output)", &as_u32(&got_cmma), &as_u32(&want));
     ok &= check("mma.sync island vs plain-Rust reference (whole output)", &as_u32(&got), &as_u32(&want));
-    ok &= check("wgmma island 256×128 vs plain-Rust reference (whole output)", &as_u32(&got_wg), &as_u32(&want));
-    ok &= check("wgmma island 128×256 vs plain-Rust reference (whole output)", &as_u32(&got_wide), &as_u32(&want));
+    for (blocks, got) in gemm_i8_wgmma::Blocks::ALL.iter().zip(&got_wg) {
+        let what = format!("wgmma island, {} vs plain-Rust reference (whole output)", blocks.label());
+        ok &= check(&what, &as_u32(got), &as_u32(&want));
+    }
     if let Some(Ok(best)) = &lt {
         ok &= check("cuBLASLt vs plain-Rust reference (whole output)", &as_u32(&best.out), &as_u32(&want));
     }
@@ -511,7 +513,7 @@ fn gemm(
     let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc).map_err(|e| e.to_string())?).to_vec();
     ok &= check(
         "wgmma island 256×128 vs CPU runtime `default` (top-left block)",
-        &as_u32(&gemm_i8_wgmma::top_left(&got_wg, n)),
+        &as_u32(&gemm_i8_wgmma::top_left(&got_wg[0], n)),
         &as_u32(&cpu_block),
     );
     Ok(ok)

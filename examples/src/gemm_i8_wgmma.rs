@@ -8,6 +8,8 @@
 //!   by `cp.async` copies into the 128-byte-swizzled layout `wgmma` descriptors name
 //!   ([`LAYOUT`]); per stage, each warpgroup runs four `wgmma` m64n`block_n`k32 steps on its rows
 //!   of `a` and the whole stage of `bᵀ`, accumulators in registers for the whole `k` loop.
+//!   Stages pass from copies to `wgmma`s through one cube barrier each, or through a pair of
+//!   mbarriers per slot ([`Pipeline`]).
 //! - `default`: each unit its share of the block's outputs, plain loops over packed words.
 //!
 //! Integer products and wrapping sums are exact in any order, so the arm is byte-equal to
@@ -17,7 +19,7 @@
 use crate::error::ShapeError;
 use cubecl::prelude::*;
 use island_intrinsics::wgmma::{self, Layout, Swizzle, WARPGROUP};
-use island_intrinsics::{cp_async, portable};
+use island_intrinsics::{cp_async, mbarrier, portable};
 use island_runtime::prelude::*;
 
 /// The geometry of a cube's block (comptime).
@@ -29,6 +31,20 @@ pub struct Config {
     pub block_n: u32,
     /// Shared-memory stages in flight.
     pub stages: u32,
+    /// How stages pass between the copies and the `wgmma`s.
+    pub pipeline: Pipeline,
+}
+
+/// How a block's stages pass between the copies that fill them and the `wgmma`s that read them.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum Pipeline {
+    /// Per stage, each unit waits for its own copies and fences them, then one cube barrier: every
+    /// warpgroup starts a stage together, and the tensor cores idle while the last one finishes.
+    CubeBarrier,
+    /// Per slot, a "full" mbarrier (every unit's copies landed) and an "empty" one (every unit read
+    /// it): a unit waits for the stage it reads, and the slot of the stage before is refilled
+    /// once every unit has read that, so warpgroups drift up to one stage apart.
+    Mbarrier,
 }
 
 /// Bytes of `k` per stage: one 128-byte swizzled row.
@@ -56,11 +72,19 @@ impl Config {
 
 /// The configuration [`gemm_i8_wgmma`] launches with: 256×128 blocks of four warpgroups, four
 /// stages (192 KiB of shared memory).
-pub const CONFIG: Config = Config { warpgroups: 4, block_n: 128, stages: 4 };
+pub const CONFIG: Config = Config { warpgroups: 4, block_n: 128, stages: 4, pipeline: Pipeline::CubeBarrier };
 
 /// The configuration [`gemm_i8_wgmma_n256`] launches with: 128×256 blocks of two warpgroups,
 /// each `wgmma` m64n256k32, four stages (192 KiB).
-pub const CONFIG_N256: Config = Config { warpgroups: 2, block_n: 256, stages: 4 };
+pub const CONFIG_N256: Config = Config { warpgroups: 2, block_n: 256, stages: 4, pipeline: Pipeline::CubeBarrier };
+
+/// The configuration [`gemm_i8_wgmma_mbarrier`] launches with: [`CONFIG`]'s blocks on the
+/// mbarrier pipeline.
+pub const CONFIG_MBARRIER: Config = Config { warpgroups: 4, block_n: 128, stages: 4, pipeline: Pipeline::Mbarrier };
+
+/// The configuration [`gemm_i8_wgmma_m128`] launches with: 128×128 blocks of two warpgroups,
+/// three stages (96 KiB, so two cubes share a multiprocessor), on the mbarrier pipeline.
+pub const CONFIG_M128: Config = Config { warpgroups: 2, block_n: 128, stages: 3, pipeline: Pipeline::Mbarrier };
 
 type Word = Vector<i32, Const<4>>;
 type Pair = Vector<i32, Const<2>>;
@@ -153,6 +177,91 @@ fn block_wgmma<N: Size>(
             target,
         );
     }
+    store_acc::<N>(acc, c, n);
+}
+
+/// The block on tensor cores, fed through the [`Pipeline::Mbarrier`] pipeline: barriers
+/// `0..stages` say a slot is full, `stages..2·stages` that every unit has read it.
+#[cube]
+fn block_wgmma_mbarrier<N: Size>(
+    a: &[Word],
+    bt: &[Word],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
+) {
+    let k_tiles = comptime!(k / STAGE_K);
+    let stages = comptime!(cfg.stages);
+    let units = comptime!(cfg.units());
+    let a_chunks = comptime!(cfg.a_stage_chunks());
+    let b_chunks = comptime!(cfg.b_stage_chunks());
+    let mut sa = Shared::<[Word]>::new_aligned_slice(comptime!((stages * a_chunks) as usize), 1024usize);
+    let mut sb = Shared::<[Word]>::new_aligned_slice(comptime!((stages * b_chunks) as usize), 1024usize);
+    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!((2 * stages) as usize), 8usize);
+    if UNIT_POS == 0 {
+        for i in 0..comptime!(2 * stages) {
+            mbarrier::init::call(&mut bars, i, units, target);
+        }
+    }
+    sync_cube();
+    let group = UNIT_POS / WARPGROUP;
+    let mut acc = Vector::<i32, N>::empty();
+    #[unroll]
+    for r in 0..comptime!(N::value()) {
+        acc.insert(r, 0i32);
+    }
+    // Every slot filled at once; each unit arrives on the slot's "full" barrier when its copies
+    // land.
+    #[unroll]
+    for s in 0..stages {
+        if s < k_tiles {
+            load_stage(a, &mut sa, s, s, comptime!(cfg.block_m()), k, units, target);
+            load_stage(bt, &mut sb, s, s, comptime!(cfg.block_n), k, units, target);
+            cp_async::arrive_on::call(&mut bars, s, target);
+        }
+    }
+    for kt in 0..k_tiles {
+        let stage = kt % stages;
+        // The `k`-th use of a slot completes its barriers' phase of parity `k % 2`. The fence
+        // makes the copies (generic-proxy writes) visible to the tensor cores' reads.
+        mbarrier::wait::call(&mut bars, stage, (kt / stages) % 2, target);
+        wgmma::fence_shared::call(target);
+        let a_start = stage * comptime!(a_chunks * 16) + group * 8192;
+        acc = wgmma::m64n_k32_s8::call::<N>(
+            &sa,
+            a_start,
+            &sb,
+            stage * comptime!(b_chunks * 16),
+            acc,
+            4u32,
+            LAYOUT,
+            LAYOUT,
+            target,
+        );
+        mbarrier::arrive::call(&mut bars, stages + stage, target);
+        // Once every unit has read the previous stage, its slot takes the tile `stages` ahead of
+        // it; a unit that finished this stage early waits only for the others to finish the one
+        // before.
+        if kt >= 1 {
+            let prev = kt - 1;
+            mbarrier::wait::call(&mut bars, stages + prev % stages, (prev / stages) % 2, target);
+            let next = prev + stages;
+            if next < k_tiles {
+                load_stage(a, &mut sa, next % stages, next, comptime!(cfg.block_m()), k, units, target);
+                load_stage(bt, &mut sb, next % stages, next, comptime!(cfg.block_n), k, units, target);
+                cp_async::arrive_on::call(&mut bars, next % stages, target);
+            }
+        }
+    }
+    store_acc::<N>(acc, c, n);
+}
+
+/// Writes a warpgroup's accumulator fragment into the block of `c`.
+#[cube]
+fn store_acc<N: Size>(acc: Vector<i32, N>, c: &mut [Pair], #[comptime] n: u32) {
+    let group = UNIT_POS / WARPGROUP;
     // Register `r` of unit `u` holds row `16·warp + (u % 32)/4 + 8·((r/2) % 2)` of the
     // warpgroup's rows, column `8·(r/4) + 2·(u % 4) + r % 2`: pairs of registers are pairs of
     // columns.
@@ -240,6 +349,34 @@ pub fn gemm_i8_wgmma_n256(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k
     }
 }
 
+/// The GEMM on [`CONFIG_MBARRIER`]'s blocks.
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma_mbarrier(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG_MBARRIER);
+    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
+    island! {
+        proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
+              c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
+        cuda if sm >= 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_MBARRIER, target),
+        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_MBARRIER),
+    }
+}
+
+/// The GEMM on [`CONFIG_M128`]'s blocks.
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma_m128(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG_M128);
+    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
+    island! {
+        proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 5120],
+              c_block: &mut [Vector<i32, Const<2>>; 8192], k: u32 = 640, n: u32 = 128), cube_dim = 256;
+        cuda if sm >= 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_M128, target),
+        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_M128),
+    }
+}
+
 /// Checks a shape before launch: `m` and `n` whole blocks (of both configurations), `k` whole
 /// stages.
 pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
@@ -273,21 +410,41 @@ pub unsafe fn launch(
     unsafe { launch_blocks(client, handles, shape, Blocks::M256N128, target) }
 }
 
-/// The two block shapes the GEMM launches with.
+/// The block shapes and pipelines the GEMM launches with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Blocks {
-    /// [`CONFIG`]: 256×128, four warpgroups.
+    /// [`CONFIG`]: 256×128, four warpgroups, a cube barrier per stage.
     M256N128,
-    /// [`CONFIG_N256`]: 128×256, two warpgroups.
+    /// [`CONFIG_N256`]: 128×256, two warpgroups, a cube barrier per stage.
     M128N256,
+    /// [`CONFIG_MBARRIER`]: 256×128, four warpgroups, mbarriers.
+    M256N128Mbarrier,
+    /// [`CONFIG_M128`]: 128×128, two warpgroups, mbarriers, two cubes per multiprocessor.
+    M128N128Mbarrier,
 }
 
 impl Blocks {
+    /// Every variant, in the order the bench lists them.
+    pub const ALL: [Blocks; 4] =
+        [Blocks::M256N128, Blocks::M128N256, Blocks::M256N128Mbarrier, Blocks::M128N128Mbarrier];
+
     pub const fn config(self) -> Config {
         match self {
             Blocks::M256N128 => CONFIG,
             Blocks::M128N256 => CONFIG_N256,
+            Blocks::M256N128Mbarrier => CONFIG_MBARRIER,
+            Blocks::M128N128Mbarrier => CONFIG_M128,
         }
+    }
+
+    /// The variant in words: block shape and pipeline.
+    pub fn label(self) -> String {
+        let cfg = self.config();
+        let pipeline = match cfg.pipeline {
+            Pipeline::CubeBarrier => "cube barrier",
+            Pipeline::Mbarrier => "mbarriers",
+        };
+        format!("{}×{} blocks, {}", cfg.block_m(), cfg.block_n, pipeline)
     }
 }
 
@@ -316,6 +473,12 @@ pub unsafe fn launch_blocks(
     match blocks {
         Blocks::M256N128 => gemm_i8_wgmma::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target),
         Blocks::M128N256 => gemm_i8_wgmma_n256::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target),
+        Blocks::M256N128Mbarrier => {
+            gemm_i8_wgmma_mbarrier::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target)
+        }
+        Blocks::M128N128Mbarrier => {
+            gemm_i8_wgmma_m128::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target)
+        }
     }
 }
 

@@ -17,6 +17,7 @@ pub mod cp_async;
 pub mod dp4a;
 pub mod exact;
 pub mod ldmatrix;
+pub mod mbarrier;
 pub mod mma;
 pub mod mma_sync;
 pub mod plane;

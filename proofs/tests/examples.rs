@@ -361,7 +361,7 @@ fn gemm_wgmma() -> Result<(), Failed> {
     for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda], |p| p.sm >= 90) {
         let ah = client.create_from_slice(i8::as_bytes(&a));
         let bh = client.create_from_slice(i8::as_bytes(&bt));
-        for blocks in [gemm_i8_wgmma::Blocks::M256N128, gemm_i8_wgmma::Blocks::M128N256] {
+        for blocks in gemm_i8_wgmma::Blocks::ALL {
             let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
             // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
             unsafe { gemm_i8_wgmma::launch_blocks(&client, (&ah, &bh, &ch), (m, k, n), blocks, target) };

@@ -8,7 +8,7 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_intrinsics::{dp4a, mma, mma_sync, plane, portable, wgmma};
+use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, wgmma};
 use island_runtime::prelude::*;
 
 /// A dp4a arm that forgets to sign-extend the bytes it unpacks.
@@ -436,6 +436,53 @@ pub fn unswizzled_wgmma_tile(
                     sum = portable::dot4_i8(x, y, sum);
                 }
                 c[e as usize] = sum;
+            }
+        },
+    }
+}
+
+/// A two-slot `mbarrier` pipeline whose refill lands in the slot the next stage is about to
+/// read, not in the slot just read: every other stage reads the bytes of the stage after it.
+/// (Natively the refill also races with that read; the emulation, whose waits are cube
+/// barriers, makes the slip deterministic.)
+#[islands(expect_mismatch)]
+#[cube]
+pub fn mbarrier_refill_into_next_slot(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 256], out: &mut [Vector<i32, Const<4>>; 256]), cube_dim = 64;
+        cuda if sm >= 90 => {
+            let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(128usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(4usize, 8usize);
+            if UNIT_POS == 0 {
+                for i in 0..4u32 {
+                    mbarrier::init::call(&mut bars, i, 64u32, target);
+                }
+            }
+            sync_cube();
+            for t in 0..2u32 {
+                cp_async::copy16::call(&mut tile, t * 64 + UNIT_POS, src, t * 64 + UNIT_POS, target);
+                cp_async::arrive_on::call(&mut bars, t, target);
+            }
+            for t in 0..4u32 {
+                let (slot, parity) = (t % 2, (t / 2) % 2);
+                mbarrier::wait::call(&mut bars, slot, parity, target);
+                out[(t * 64 + UNIT_POS) as usize] = tile[(slot * 64 + (UNIT_POS + 9) % 64) as usize];
+                mbarrier::arrive::call(&mut bars, 2 + slot, target);
+                mbarrier::wait::call(&mut bars, 2 + slot, parity, target);
+                if t + 2 < 4 {
+                    let wrong = (t + 1) % 2;
+                    cp_async::copy16::call(&mut tile, wrong * 64 + UNIT_POS, src, (t + 2) * 64 + UNIT_POS, target);
+                    cp_async::arrive_on::call(&mut bars, wrong, target);
+                }
+            }
+        },
+        default => {
+            for t in 0..4u32 {
+                out[(t * 64 + UNIT_POS) as usize] = src[(t * 64 + (UNIT_POS + 9) % 64) as usize];
             }
         },
     }
