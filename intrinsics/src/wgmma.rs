@@ -1,5 +1,7 @@
 //! Warpgroup matrix multiply-accumulate from shared memory: PTX `wgmma.mma_async` (sm_90a), the
-//! instruction Hopper's tensor cores run at full rate, for s8 inputs and s32 accumulators.
+//! instruction Hopper's tensor cores run at full rate, for s8 inputs and s32 accumulators
+//! ([`m64n_k32_s8`]) and f16 inputs and f32 accumulators ([`m64n_k16_f16`], emulated with the
+//! measured sm_90 model of [`crate::tensor_core`]).
 //!
 //! `d[64×N] = a[64×32·steps] · b[32·steps×N] + c`, one warpgroup of 128 units (four warps). `a`
 //! and `b` are read from shared memory through matrix descriptors, both K-major (each row of `a`
@@ -37,6 +39,7 @@
 //! whole-output comparison with its plain-Rust reference cover those on the device.
 
 use cubecl::prelude::*;
+use half::f16;
 use island_portable as portable;
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
@@ -121,9 +124,23 @@ pub fn offset(start: u32, r: u32, k: u32, #[comptime] layout: Layout) -> u32 {
     at
 }
 
+/// The operand types of a `wgmma`: what one 32-byte `k` step of a row holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// 32 s8 values into s32 (`k32`).
+    S8,
+    /// 16 f16 values into f32 (`k16`).
+    F16,
+}
+
 /// The inline PTX of one call (see `m64nNk32_s8::cuda`): operands `%0…` the results, then the
 /// accumulator's inputs, then the generic addresses of `a`'s and `b`'s starts.
-pub(crate) fn mma_ptx(n: u32, steps: u32, a: Layout, b: Layout) -> String {
+pub(crate) fn mma_ptx(kind: Kind, n: u32, steps: u32, a: Layout, b: Layout) -> String {
+    let (k, types, tail) = match kind {
+        Kind::S8 => (32, "s32.s8.s8", ""),
+        // Scale-a and scale-b 1 (no negation), both operands K-major (no transpose).
+        Kind::F16 => (16, "f32.f16.f16", ", 1, 1, 0, 0"),
+    };
     let v = n / 2;
     let regs = (0..v).map(|i| format!("t{i}")).collect::<Vec<_>>().join(", ");
     let mut ptx = String::from("{\n");
@@ -142,7 +159,7 @@ pub(crate) fn mma_ptx(n: u32, steps: u32, a: Layout, b: Layout) -> String {
         if s > 0 {
             ptx += &format!("add.s64 da, da, {};\nadd.s64 db, db, {};\n", a.k_step() >> 4, b.k_step() >> 4);
         }
-        ptx += &format!("wgmma.mma_async.sync.aligned.m64n{n}k32.s32.s8.s8 {{{regs}}}, da, db, p;\n");
+        ptx += &format!("wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types} {{{regs}}}, da, db, p{tail};\n");
     }
     ptx += "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n";
     for i in 0..v {
@@ -163,7 +180,7 @@ pub(crate) fn mma_ptx(n: u32, steps: u32, a: Layout, b: Layout) -> String {
     lowerings(cuda if sm >= 90 => "wgmma.mma_async.sync.aligned.m64n" sass "IGMMA"),
 )]
 pub mod m64n_k32_s8 {
-    use crate::wgmma::{Layout, WARPGROUP, mma_ptx, offset};
+    use crate::wgmma::{Kind, Layout, WARPGROUP, mma_ptx, offset};
     use cubecl::prelude::*;
 
     /// The CUDA lowering: the descriptors built from the tiles' shared addresses, `steps`
@@ -190,7 +207,7 @@ pub mod m64n_k32_s8 {
         let d: Vector<i32, N>;
         gpu_asm!(
             "{}// {} {} {} {}",
-            const mma_ptx(2 * N::value() as u32, steps, a_layout, b_layout), out(_) d, in(_) c, in(_) pa, in(_) pb,
+            const mma_ptx(Kind::S8, 2 * N::value() as u32, steps, a_layout, b_layout), out(_) d, in(_) c, in(_) pa, in(_) pb,
             options(readonly)
         );
         d
@@ -224,6 +241,110 @@ pub mod m64n_k32_s8 {
                     let a_word = a[(at_a / 16) as usize].extract_dynamic(((at_a % 16) / 4) as usize);
                     let b_word = b[(at_b / 16) as usize].extract_dynamic(((at_b % 16) / 4) as usize);
                     sum = crate::dp4a::emulate(a_word, b_word, sum);
+                }
+            }
+            d.insert(r, sum);
+        }
+        d
+    }
+}
+
+/// `a · b + c` on one 64×N tile over `16·steps` f16 values of `k` into f32, `a` and `b` K-major
+/// f16 tiles in shared memory (`*_start` in bytes, the layouts as for [`m64n_k32_s8`]: a 32-byte
+/// `k` step holds 16 values), `c` and the result this unit's fragment of `N / 2` registers (the
+/// same fragment layout).
+///
+/// Emulation: for each output and `k` step of 16, the measured model of the profile's tensor
+/// cores ([`crate::mma::f16_model`]: sm_90's `HMMA.16816.F32` model, one fused step of 16
+/// products) where there is one; elsewhere the products added in `k` order, where the contract is
+/// a tolerance. Whether `wgmma` adds as `HMMA` does is what the device check shows.
+#[intrinsic(
+    name = "wgmma::m64nNk16<f16>",
+    semantics = device_defined("the order and internal precision of tensor-core float accumulation"),
+    summary = "64×N f32 tile += 64×16k f16 · 16k×N f16, both from shared memory through matrix descriptors, one warpgroup (sm_90a; bit-exact on sm_90's measured model, a tolerance elsewhere)",
+    check = crate::wgmma::wgmma_f16_swizzle128,
+    lowerings(cuda if sm >= 90 => "wgmma.mma_async.sync.aligned.m64n" sass "HGMMA"),
+)]
+pub mod m64n_k16_f16 {
+    use crate::wgmma::{Kind, Layout, WARPGROUP, mma_ptx, offset};
+    use cubecl::prelude::*;
+    use half::f16;
+    use island_runtime::Target;
+
+    /// The CUDA lowering: as [`super::m64n_k32_s8::cuda`], with f16 inputs and f32 registers.
+    #[cube]
+    #[allow(clippy::too_many_arguments)]
+    pub fn cuda<N: Size>(
+        a: &[f16],
+        a_start: u32,
+        b: &[f16],
+        b_start: u32,
+        c: Vector<f32, N>,
+        #[comptime] steps: u32,
+        #[comptime] a_layout: Layout,
+        #[comptime] b_layout: Layout,
+    ) -> Vector<f32, N> {
+        let pa = a.slice((a_start / 2) as usize, (a_start / 2) as usize + 1).as_ptr();
+        let pb = b.slice((b_start / 2) as usize, (b_start / 2) as usize + 1).as_ptr();
+        // A value, not the caller's local (see the s8 lowering); `· 1` keeps a −0 accumulator −0,
+        // where `+ 0` would not.
+        let c = c * Vector::<f32, N>::new(1.0f32);
+        let d: Vector<f32, N>;
+        gpu_asm!(
+            "{}// {} {} {} {}",
+            const mma_ptx(Kind::F16, 2 * N::value() as u32, steps, a_layout, b_layout), out(_) d, in(_) c, in(_) pa, in(_) pb,
+            options(readonly)
+        );
+        d
+    }
+
+    /// Each unit's outputs from the tiles: per `k` step, the 16 values of the row of `a` and of
+    /// the column of `b` gathered through the layouts, then one step of the model.
+    #[cube]
+    #[allow(clippy::too_many_arguments)]
+    pub fn emulate<N: Size>(
+        a: &[f16],
+        a_start: u32,
+        b: &[f16],
+        b_start: u32,
+        c: Vector<f32, N>,
+        #[comptime] steps: u32,
+        #[comptime] a_layout: Layout,
+        #[comptime] b_layout: Layout,
+        #[comptime] target: Target,
+    ) -> Vector<f32, N> {
+        let model = comptime!(target.arms().and_then(crate::mma::f16_model));
+        let unit = UNIT_POS % WARPGROUP;
+        let (warp, g, t) = (unit / 32, (unit % 32) / 4, unit % 4);
+        let mut d = c;
+        #[unroll]
+        for r in 0..comptime!(N::value()) {
+            let row = 16 * warp + g + 8 * ((r as u32 / 2) % 2);
+            let col = 8 * (r as u32 / 4) + 2 * t + r as u32 % 2;
+            let mut sum = c.extract(r);
+            for s in 0..steps {
+                let mut xa = Array::<f16>::new(16usize);
+                let mut xb = Array::<f16>::new(16usize);
+                for i in 0..16u32 {
+                    let at_a = offset(a_start + s * comptime!(a_layout.k_step()), row, 2 * i, a_layout);
+                    let at_b = offset(b_start + s * comptime!(b_layout.k_step()), col, 2 * i, b_layout);
+                    xa[i as usize] = a[(at_a / 2) as usize];
+                    xb[i as usize] = b[(at_b / 2) as usize];
+                }
+                if comptime!(model.is_some()) {
+                    sum = crate::tensor_core::emulation::fused_dot(
+                        xa.as_slice(),
+                        0u32,
+                        xb.as_slice(),
+                        0u32,
+                        1u32,
+                        sum,
+                        comptime!(model.unwrap()),
+                    );
+                } else {
+                    for i in 0..16usize {
+                        sum += f32::cast_from(xa[i]) * f32::cast_from(xb[i]);
+                    }
                 }
             }
             d.insert(r, sum);
@@ -401,5 +522,76 @@ pub fn wgmma_swizzle64_32(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] ta
             512u32, 128u32, target,
         ),
         default => tile_scalar(a, bt, c, 32u32, 32u32),
+    }
+}
+
+/// Stores the row-major f16 `src` (`rows` rows of `k` values) into a shared tile at its layout,
+/// value by value.
+#[cube]
+fn store_tile_f16(
+    src: &[f16],
+    tile: &mut [f16],
+    #[comptime] rows: u32,
+    #[comptime] k: u32,
+    #[comptime] layout: Layout,
+) {
+    for i in 0..comptime!((rows * k).div_ceil(WARPGROUP)) {
+        let idx = UNIT_POS + i * WARPGROUP;
+        if idx < rows * k {
+            let (r, kk) = (idx / k, idx % k);
+            tile[(offset(0u32, r, 2 * kk, layout) / 2) as usize] = src[idx as usize];
+        }
+    }
+}
+
+/// `default` of the f16 check: unit `u` its `n / 2` consecutive outputs of the row-major 64×n
+/// `c`, each one fused step of the model per 16 values of `k` ([`portable::fused_step`]), `b`
+/// given as `bᵀ` (n rows of `k`).
+#[cube]
+fn tile_f16_scalar(a: &[f16], bt: &[f16], c: &mut [f32], #[comptime] n: u32, #[comptime] k: u32) {
+    let per = comptime!(n / 2);
+    for j in 0..per {
+        let e = UNIT_POS * per + j;
+        let (row, col) = (e / n, e % n);
+        let mut sum = c[e as usize];
+        for s in 0..comptime!(k / 16) {
+            sum = portable::fused_step(a, row * k + 16 * s, bt, col * k + 16 * s, 1u32, sum);
+        }
+        c[e as usize] = sum;
+    }
+}
+
+/// f16 `wgmma` on 128-byte-swizzled tiles, `N = 64`, four `k` steps (the whole 128-byte row of
+/// 64 values); `c` is added to, so its edge values reach the output.
+#[islands]
+#[cube]
+pub fn wgmma_f16_swizzle128(a: &[f16], bt: &[f16], c: &mut [f32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[f16; 4096], bt: &[f16; 4096], c: &mut [f32; 4096]), cube_dim = 128,
+            contract = accumulation(64, "tensor cores add f16 products in an order and internal precision NVIDIA does not specify",
+                                    exact_where = crate::mma::f16_modelled);
+        cuda if sm >= 90 => {
+            let layout = comptime!(Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 });
+            let mut sa = Shared::<[f16]>::new_aligned_slice(4096usize, 1024usize);
+            let mut sb = Shared::<[f16]>::new_aligned_slice(4096usize, 1024usize);
+            store_tile_f16(a, &mut sa, 64u32, 64u32, layout);
+            store_tile_f16(bt, &mut sb, 64u32, 64u32, layout);
+            fence_shared::call(target);
+            sync_cube();
+            let (warp, g, t) = (UNIT_POS / 32, (UNIT_POS % 32) / 4, UNIT_POS % 4);
+            let mut fc = Vector::<f32, Const<32>>::empty();
+            #[unroll]
+            for r in 0..32usize {
+                let (row, col) = (16 * warp + g + 8 * ((r as u32 / 2) % 2), 8 * (r as u32 / 4) + 2 * t + r as u32 % 2);
+                fc.insert(r, c[(row * 64 + col) as usize]);
+            }
+            let d = m64n_k16_f16::call::<Const<32>>(&sa, 0u32, &sb, 0u32, fc, 4u32, layout, layout, target);
+            #[unroll]
+            for r in 0..32usize {
+                let (row, col) = (16 * warp + g + 8 * ((r as u32 / 2) % 2), 8 * (r as u32 / 4) + 2 * t + r as u32 % 2);
+                c[(row * 64 + col) as usize] = d.extract(r);
+            }
+        },
+        default => tile_f16_scalar(a, bt, c, 64u32, 64u32),
     }
 }

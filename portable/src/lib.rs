@@ -370,7 +370,7 @@ fn pow2(n: i32) -> f32 {
 
 /// One fused step: `c + Σ_{i<16} a[a_at + i] · b[b_at + i·ldb]` (see [`tile_f16_fused`]).
 #[cube]
-fn fused_step(a: &[half::f16], a_at: u32, b: &[half::f16], b_at: u32, ldb: u32, c: f32) -> f32 {
+pub fn fused_step(a: &[half::f16], a_at: u32, b: &[half::f16], b_at: u32, ldb: u32, c: f32) -> f32 {
     let cb = u32::reinterpret(c);
     let c_mag = cb & 0x7fff_ffff;
     // Specials, from the products' own IEEE results: a NaN anywhere (0 · ∞ included), or
