@@ -219,7 +219,7 @@ fn block_wgmma_mbarrier<N: Size>(
         if s < k_tiles {
             load_stage(a, &mut sa, s, s, comptime!(cfg.block_m()), k, units, target);
             load_stage(bt, &mut sb, s, s, comptime!(cfg.block_n), k, units, target);
-            cp_async::arrive_on::call(&mut bars, s, target);
+            mbarrier::arrive_on_copies::call(&mut bars, s, target);
         }
     }
     for kt in 0..k_tiles {
@@ -251,7 +251,7 @@ fn block_wgmma_mbarrier<N: Size>(
             if next < k_tiles {
                 load_stage(a, &mut sa, next % stages, next, comptime!(cfg.block_m()), k, units, target);
                 load_stage(bt, &mut sb, next % stages, next, comptime!(cfg.block_n), k, units, target);
-                cp_async::arrive_on::call(&mut bars, next % stages, target);
+                mbarrier::arrive_on_copies::call(&mut bars, next % stages, target);
             }
         }
     }

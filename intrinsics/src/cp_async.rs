@@ -90,36 +90,6 @@ pub mod wait {
     }
 }
 
-/// An arrival on barrier `index` of `bars` (an [`crate::mbarrier`]) once every `cp.async` this
-/// unit issued before it has landed; it counts as one of the phase's arrivals (`.noinc`), so the
-/// barrier's count includes one per unit that calls it.
-#[intrinsic(
-    name = "cp_async::arrive_on",
-    semantics = defined,
-    summary = "an mbarrier arrival once this unit's earlier asynchronous copies have landed (sm_90 here)",
-    check = crate::mbarrier::mbarrier_pipeline,
-    lowerings(cuda if sm >= 90 => "cp.async.mbarrier.arrive.noinc.shared::cta.b64" sass "ARRIVES"),
-)]
-pub mod arrive_on {
-    use cubecl::prelude::*;
-
-    #[cube]
-    pub fn cuda(bars: &mut [u64], index: u32) {
-        let at = bars.slice_mut(index as usize, index as usize + 1).as_mut_ptr();
-        gpu_asm!(
-            "{{ .reg .u64 a; .reg .u32 s; cvta.to.shared.u64 a, {}; cvt.u32.u64 s, a; cp.async.mbarrier.arrive.noinc.shared::cta.b64 [s]; }}",
-            in(_) at
-        );
-    }
-
-    /// Nothing: the emulated copies are complete already, and the emulated wait is a cube
-    /// barrier.
-    #[cube]
-    pub fn emulate(bars: &mut [u64], index: u32) {
-        let _ = (bars, index);
-    }
-}
-
 // The checks: islands whose accelerated arm calls this file's intrinsics and whose `default`
 // computes the same function another way (proven on the CPU, compared natively on devices).
 

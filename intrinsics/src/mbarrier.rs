@@ -1,6 +1,6 @@
 //! Barriers in shared memory that count arrivals in phases: PTX `mbarrier` (sm_90 for the
 //! parity wait). A pipeline keeps one per stage slot and direction: "full" (the slot's copies
-//! landed: [`crate::cp_async::arrive_on`]) and "empty" (every consumer is done reading it:
+//! landed: [`arrive_on_copies`]) and "empty" (every consumer is done reading it:
 //! [`arrive`]). Units then wait for exactly the stage they need instead of for the whole cube,
 //! so warpgroups drift apart and keep the tensor cores fed while another one waits.
 //!
@@ -115,6 +115,36 @@ pub mod wait {
     }
 }
 
+/// An arrival on barrier `index` of `bars` once every `cp.async` ([`crate::cp_async::copy16`])
+/// this unit issued before it has landed; it counts as one of the phase's arrivals (`.noinc`), so the
+/// barrier's count includes one per unit that calls it.
+#[intrinsic(
+    name = "mbarrier::arrive_on_copies",
+    semantics = defined,
+    summary = "an mbarrier arrival once this unit's earlier asynchronous copies have landed (sm_90 here)",
+    check = crate::mbarrier::mbarrier_pipeline,
+    lowerings(cuda if sm >= 90 => "cp.async.mbarrier.arrive.noinc.shared::cta.b64" sass "ARRIVES"),
+)]
+pub mod arrive_on_copies {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda(bars: &mut [u64], index: u32) {
+        let at = bars.slice_mut(index as usize, index as usize + 1).as_mut_ptr();
+        gpu_asm!(
+            "{{ .reg .u64 a; .reg .u32 s; cvta.to.shared.u64 a, {}; cvt.u32.u64 s, a; cp.async.mbarrier.arrive.noinc.shared::cta.b64 [s]; }}",
+            in(_) at
+        );
+    }
+
+    /// Nothing: the emulated copies are complete already, and the emulated wait is a cube
+    /// barrier.
+    #[cube]
+    pub fn emulate(bars: &mut [u64], index: u32) {
+        let _ = (bars, index);
+    }
+}
+
 // The check: an island whose accelerated arm calls this file's intrinsics and whose `default`
 // computes the same function another way (proven on the CPU, compared natively on devices).
 
@@ -138,7 +168,7 @@ fn chunk_of(t: u32, u: u32) -> u32 {
 fn fill(src: &[Word], tile: &mut [Word], bars: &mut [u64], t: u32, #[comptime] target: Target) {
     let slot = t % SLOTS;
     crate::cp_async::copy16::call(tile, slot * UNITS + UNIT_POS, src, chunk_of(t, UNIT_POS), target);
-    crate::cp_async::arrive_on::call(bars, slot, target);
+    arrive_on_copies::call(bars, slot, target);
 }
 
 /// A two-slot pipeline through six stages: each unit reads a chunk another unit copied, for every

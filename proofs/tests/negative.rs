@@ -465,7 +465,7 @@ pub fn mbarrier_refill_into_next_slot(
             sync_cube();
             for t in 0..2u32 {
                 cp_async::copy16::call(&mut tile, t * 64 + UNIT_POS, src, t * 64 + UNIT_POS, target);
-                cp_async::arrive_on::call(&mut bars, t, target);
+                mbarrier::arrive_on_copies::call(&mut bars, t, target);
             }
             for t in 0..4u32 {
                 let (slot, parity) = (t % 2, (t / 2) % 2);
@@ -476,7 +476,7 @@ pub fn mbarrier_refill_into_next_slot(
                 if t + 2 < 4 {
                     let wrong = (t + 1) % 2;
                     cp_async::copy16::call(&mut tile, wrong * 64 + UNIT_POS, src, (t + 2) * 64 + UNIT_POS, target);
-                    cp_async::arrive_on::call(&mut bars, wrong, target);
+                    mbarrier::arrive_on_copies::call(&mut bars, wrong, target);
                 }
             }
         },
