@@ -4,7 +4,7 @@
 //!
 //! One cube of `warpgroups` warpgroups computes a `64·warpgroups × block_n` block of `c`
 //! ([`Config`]), each warpgroup 64 rows of it. The block is an island:
-//! - `cuda if sm >= 90`: a pipeline of `stages` shared-memory stages of 128 bytes of `k`, filled
+//! - `cuda if sm == 90` (`wgmma` is sm_90a's only): a pipeline of `stages` shared-memory stages of 128 bytes of `k`, filled
 //!   by `cp.async` copies into the 128-byte-swizzled layout `wgmma` descriptors name
 //!   ([`LAYOUT`]); per stage, each warpgroup runs four `wgmma` m64n`block_n`k32 steps on its rows
 //!   of `a` and the whole stage of `bᵀ`, accumulators in registers for the whole `k` loop.
@@ -330,7 +330,7 @@ pub fn gemm_i8_wgmma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
               c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm >= 90 => block_wgmma::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG, target),
+        cuda if sm == 90 => block_wgmma::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG),
     }
 }
@@ -344,7 +344,7 @@ pub fn gemm_i8_wgmma_n256(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 10240],
               c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 256), cube_dim = 256;
-        cuda if sm >= 90 => block_wgmma::<Const<128>>(a_block, b_block, c_block, k, n, CONFIG_N256, target),
+        cuda if sm == 90 => block_wgmma::<Const<128>>(a_block, b_block, c_block, k, n, CONFIG_N256, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_N256),
     }
 }
@@ -358,7 +358,7 @@ pub fn gemm_i8_wgmma_mbarrier(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptim
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
               c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm >= 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_MBARRIER, target),
+        cuda if sm == 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_MBARRIER, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_MBARRIER),
     }
 }
@@ -372,7 +372,7 @@ pub fn gemm_i8_wgmma_m128(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 5120],
               c_block: &mut [Vector<i32, Const<2>>; 8192], k: u32 = 640, n: u32 = 128), cube_dim = 256;
-        cuda if sm >= 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_M128, target),
+        cuda if sm == 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_M128, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_M128),
     }
 }

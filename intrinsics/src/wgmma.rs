@@ -1,7 +1,9 @@
 //! Warpgroup matrix multiply-accumulate from shared memory: PTX `wgmma.mma_async` (sm_90a), the
 //! instruction Hopper's tensor cores run at full rate, for s8 inputs and s32 accumulators
 //! ([`m64n_k32_s8`]) and f16 inputs and f32 accumulators ([`m64n_k16_f16`], emulated with the
-//! measured sm_90 model of [`crate::tensor_core`]).
+//! measured sm_90 model of [`crate::tensor_core`]). Only sm_90a has `wgmma` (Blackwell's tensor
+//! cores take other instructions), so its lowering rows and the arms that call it are guarded
+//! by `sm == 90`: another generation runs `default`.
 //!
 //! `d[64×N] = a[64×32·steps] · b[32·steps×N] + c`, one warpgroup of 128 units (four warps). `a`
 //! and `b` are read from shared memory through matrix descriptors, both K-major (each row of `a`
@@ -177,7 +179,7 @@ pub(crate) fn mma_ptx(kind: Kind, n: u32, steps: u32, a: Layout, b: Layout) -> S
     semantics = defined,
     summary = "64×N s32 tile += 64×32k s8 · 32k×N s8, both from shared memory through matrix descriptors (interleaved or 32/64/128-byte swizzle), one warpgroup (sm_90a)",
     check = [crate::wgmma::wgmma_interleaved, crate::wgmma::wgmma_swizzle128, crate::wgmma::wgmma_swizzle64_32],
-    lowerings(cuda if sm >= 90 => "wgmma.mma_async.sync.aligned.m64n" sass "IGMMA"),
+    lowerings(cuda if sm == 90 => "wgmma.mma_async.sync.aligned.m64n" sass "IGMMA"),
 )]
 pub mod m64n_k32_s8 {
     use crate::wgmma::{Kind, Layout, WARPGROUP, mma_ptx, offset};
@@ -263,7 +265,7 @@ pub mod m64n_k32_s8 {
     semantics = device_defined("the order and internal precision of tensor-core float accumulation"),
     summary = "64×N f32 tile += 64×16k f16 · 16k×N f16, both from shared memory through matrix descriptors, one warpgroup (sm_90a; bit-exact on sm_90's measured model, a tolerance elsewhere)",
     check = crate::wgmma::wgmma_f16_swizzle128,
-    lowerings(cuda if sm >= 90 => "wgmma.mma_async.sync.aligned.m64n" sass "HGMMA"),
+    lowerings(cuda if sm == 90 => "wgmma.mma_async.sync.aligned.m64n" sass "HGMMA"),
 )]
 pub mod m64n_k16_f16 {
     use crate::wgmma::{Kind, Layout, WARPGROUP, mma_ptx, offset};
@@ -482,7 +484,7 @@ fn tile_wgmma<N: Size>(
 pub fn wgmma_interleaved(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] target: Target) {
     island! {
         proof(a: &[Word; 256], bt: &[Word; 512], c: &mut [i32; 8192]), cube_dim = 128;
-        cuda if sm >= 90 => tile_wgmma::<Const<64>>(
+        cuda if sm == 90 => tile_wgmma::<Const<64>>(
             a, bt, c, 2u32,
             comptime!(Layout { swizzle: Swizzle::None, leading: 128, stride: 512 }),
             comptime!(Layout { swizzle: Swizzle::None, leading: 2048, stride: 128 }),
@@ -498,7 +500,7 @@ pub fn wgmma_interleaved(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] tar
 pub fn wgmma_swizzle128(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] target: Target) {
     island! {
         proof(a: &[Word; 512], bt: &[Word; 512], c: &mut [i32; 4096]), cube_dim = 128;
-        cuda if sm >= 90 => tile_wgmma::<Const<32>>(
+        cuda if sm == 90 => tile_wgmma::<Const<32>>(
             a, bt, c, 4u32,
             comptime!(Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 }),
             comptime!(Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 }),
@@ -515,7 +517,7 @@ pub fn wgmma_swizzle128(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] targ
 pub fn wgmma_swizzle64_32(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] target: Target) {
     island! {
         proof(a: &[Word; 128], bt: &[Word; 64], c: &mut [i32; 2048]), cube_dim = 128;
-        cuda if sm >= 90 => tile_wgmma::<Const<16>>(
+        cuda if sm == 90 => tile_wgmma::<Const<16>>(
             a, bt, c, 1u32,
             comptime!(Layout { swizzle: Swizzle::B64, leading: 16, stride: 1024 }),
             comptime!(Layout { swizzle: Swizzle::B32, leading: 16, stride: 256 }),
@@ -570,7 +572,7 @@ pub fn wgmma_f16_swizzle128(a: &[f16], bt: &[f16], c: &mut [f32], #[comptime] ta
         proof(a: &[f16; 4096], bt: &[f16; 4096], c: &mut [f32; 4096]), cube_dim = 128,
             contract = accumulation(64, "tensor cores add f16 products in an order and internal precision NVIDIA does not specify",
                                     exact_where = crate::mma::f16_modelled);
-        cuda if sm >= 90 => {
+        cuda if sm == 90 => {
             let layout = comptime!(Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 });
             let mut sa = Shared::<[f16]>::new_aligned_slice(4096usize, 1024usize);
             let mut sb = Shared::<[f16]>::new_aligned_slice(4096usize, 1024usize);

@@ -404,7 +404,7 @@ pub fn unswizzled_wgmma_tile(
 ) {
     island! {
         proof(a: &[Vector<i32, Const<4>>; 512], bt: &[Vector<i32, Const<4>>; 128], c: &mut [i32; 1024]), cube_dim = 128;
-        cuda if sm >= 90 => {
+        cuda if sm == 90 => {
             let layout = comptime!(wgmma::Layout { swizzle: wgmma::Swizzle::B128, leading: 16, stride: 1024 });
             let mut sa = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(512usize, 1024usize);
             let mut sb = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(128usize, 1024usize);
