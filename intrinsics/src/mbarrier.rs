@@ -9,12 +9,13 @@
 //! starts. Phases alternate parity 0, 1, 0, …; [`wait`] for parity `p` returns once the latest
 //! phase of parity `p` completed (the `k`-th use of a slot waits for parity `k % 2`).
 //!
-//! Emulation, and its contract: [`wait`] is a cube barrier, and [`init`] and [`arrive`] do
-//! nothing. So **every unit of the cube must call [`wait`] at the same point, for the same
+//! Emulation, and its contract: [`wait`] is a cube barrier, and [`init`], [`arrive`] and
+//! [`arrive_on_copies`] do nothing. So **every unit of the cube must call [`wait`] at the same point, for the same
 //! barrier and phase** (the pipelines here do), which makes the emulation order every access the
 //! hardware orders, and more. What it cannot catch: a missing [`arrive`], a wrong arrival count or
-//! parity (natively a wait that never completes, or one that completes a phase early). A wait that
-//! never completes ends the kernel with `trap` after about 2^22 polls rather than hanging. The
+//! parity (natively a wait that never completes, or one that completes a phase early). The
+//! native wait is written to end the kernel with `trap` after 2^22 polls rather than hang (no
+//! device run has exercised that). The
 //! conformance check ([`mbarrier_pipeline`], six stages through two slots, every parity twice,
 //! native against emulation) and the GEMM's whole-output comparison cover those on the device.
 
@@ -116,8 +117,8 @@ pub mod wait {
 }
 
 /// An arrival on barrier `index` of `bars` once every `cp.async` ([`crate::cp_async::copy16`])
-/// this unit issued before it has landed; it counts as one of the phase's arrivals (`.noinc`), so the
-/// barrier's count includes one per unit that calls it.
+/// this unit issued before it has landed. It counts as one of the phase's arrivals (`.noinc`),
+/// so the barrier's count includes one per unit that calls it.
 #[intrinsic(
     name = "mbarrier::arrive_on_copies",
     semantics = defined,
