@@ -114,8 +114,26 @@ fn load_stage(
     }
 }
 
-/// The block on tensor cores: `a` the block's first row, `bt` its first column, `c` its
-/// top-left element (rows `n / 2` pairs apart).
+/// The block on tensor cores, through the pipeline `cfg` names ([`Pipeline`]).
+#[cube]
+fn block_tensor_cores<N: Size>(
+    a: &[Word],
+    bt: &[Word],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
+) {
+    if comptime!(cfg.pipeline == Pipeline::Mbarrier) {
+        block_wgmma_mbarrier::<N>(a, bt, c, k, n, cfg, target);
+    } else {
+        block_wgmma::<N>(a, bt, c, k, n, cfg, target);
+    }
+}
+
+/// The block on tensor cores through the [`Pipeline::CubeBarrier`] pipeline: `a` the block's
+/// first row, `bt` its first column, `c` its top-left element (rows `n / 2` pairs apart).
 #[cube]
 fn block_wgmma<N: Size>(
     a: &[Word],
@@ -330,7 +348,7 @@ pub fn gemm_i8_wgmma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
               c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm == 90 => block_wgmma::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG, target),
+        cuda if sm == 90 => block_tensor_cores::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG),
     }
 }
@@ -344,7 +362,7 @@ pub fn gemm_i8_wgmma_n256(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 10240],
               c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 256), cube_dim = 256;
-        cuda if sm == 90 => block_wgmma::<Const<128>>(a_block, b_block, c_block, k, n, CONFIG_N256, target),
+        cuda if sm == 90 => block_tensor_cores::<Const<128>>(a_block, b_block, c_block, k, n, CONFIG_N256, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_N256),
     }
 }
@@ -358,7 +376,7 @@ pub fn gemm_i8_wgmma_mbarrier(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptim
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
               c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm == 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_MBARRIER, target),
+        cuda if sm == 90 => block_tensor_cores::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_MBARRIER, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_MBARRIER),
     }
 }
@@ -372,7 +390,7 @@ pub fn gemm_i8_wgmma_m128(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k
     island! {
         proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 5120],
               c_block: &mut [Vector<i32, Const<2>>; 8192], k: u32 = 640, n: u32 = 128), cube_dim = 256;
-        cuda if sm == 90 => block_wgmma_mbarrier::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_M128, target),
+        cuda if sm == 90 => block_tensor_cores::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_M128, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_M128),
     }
 }
