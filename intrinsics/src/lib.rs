@@ -23,6 +23,7 @@ pub mod mma_sync;
 pub mod plane;
 pub mod stream;
 pub mod tensor_core;
+pub mod tma;
 pub mod wgmma;
 
 /// The portable formulations `default` arms use, in a crate of their own that cannot reach an

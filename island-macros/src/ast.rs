@@ -56,6 +56,10 @@ pub enum ParamShape {
     Cube { elem: Type, len: u32, mutable: bool },
     /// `x: T = expr`: a constant the island reads (a stride, a tile count), not generated.
     Const { ty: Type, value: Expr },
+    /// `map: tensor_map(src, TILE)`: per cube, the tensor map of that cube's slice of the per-cube
+    /// input `src`, laid out by `TILE` (an `island_runtime::tensor_map::TmaTile`); the island
+    /// sees it as `&[u32]`.
+    TensorMap { of: Ident, tile: Expr },
 }
 
 pub enum ContractSpec {

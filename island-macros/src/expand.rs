@@ -191,6 +191,22 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
             ParamShape::Const { ty, value } => {
                 loads.push(quote!(let #name: #ty = #value;));
             }
+            ParamShape::TensorMap { of, tile } => {
+                let of = of.to_string();
+                params.push(quote!(#buffer: &[u32]));
+                // `island_runtime::tensor_map::MAP_WORDS`: a map is 128 bytes, fixed by the hardware.
+                let words = 32usize;
+                loads.push(quote!(let #name = &#buffer[CUBE_POS * #words..CUBE_POS * #words + #words];));
+                descs.push(quote! {
+                    #rt::lifted::Param {
+                        name: #label,
+                        kind: <u32 as #rt::ProofValue>::KIND,
+                        width: 1,
+                        shape: #rt::lifted::Shape::TensorMap { of: #of, tile: #tile },
+                        mutable: false,
+                    }
+                });
+            }
             ParamShape::Cube { elem, len, mutable } => {
                 let len_usize = *len as usize;
                 if *mutable {

@@ -78,6 +78,20 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
 fn parse_param(input: ParseStream) -> syn::Result<ProofParam> {
     let name: Ident = input.parse()?;
     input.parse::<Token![:]>()?;
+    if input.peek(Ident) && input.peek2(syn::token::Paren) && input.fork().parse::<Ident>()? == "tensor_map" {
+        input.parse::<Ident>()?;
+        let content;
+        parenthesized!(content in input);
+        let of: Ident = content.parse()?;
+        content.parse::<Token![,]>().map_err(|e| {
+            syn::Error::new(e.span(), "expected `tensor_map(input, TILE)`: the per-cube input it maps, then its layout")
+        })?;
+        let tile: Expr = content.parse()?;
+        if !content.is_empty() {
+            return Err(content.error("expected `)`: `tensor_map(input, TILE)` takes two arguments"));
+        }
+        return Ok(ProofParam { name, shape: ParamShape::TensorMap { of, tile } });
+    }
     let ty: Type = input.parse()?;
     let shape = match ty {
         Type::Reference(r) => match *r.elem {
@@ -96,7 +110,7 @@ fn parse_param(input: ParseStream) -> syn::Result<ProofParam> {
             other => {
                 return Err(syn::Error::new(
                     other.span(),
-                    "a proof input is a scalar `x: T` or a per-cube slice `x: &[T; N]` / `x: &mut [T; N]`",
+                    "a proof input is a scalar `x: T`, a per-cube slice `x: &[T; N]` / `x: &mut [T; N]`, a constant `x: T = expr` or a tensor map `x: tensor_map(input, TILE)`",
                 ));
             }
         },

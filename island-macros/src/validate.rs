@@ -71,6 +71,21 @@ pub fn island(island: &Island, errors: &mut Vec<syn::Error>) {
                 errors.push(syn::Error::new(p.name.span(), format!("proof input `{}` is declared twice", p.name)));
             }
         }
+        for p in &sig.params {
+            if let ParamShape::TensorMap { of, .. } = &p.shape {
+                match sig.params.iter().find(|q| q.name == *of).map(|q| &q.shape) {
+                    Some(ParamShape::Cube { .. }) => {}
+                    Some(_) => errors.push(syn::Error::new(
+                        of.span(),
+                        format!("`tensor_map` maps a per-cube slice input (`{of}: &[T; N]`); `{of}` is not one"),
+                    )),
+                    None => errors.push(syn::Error::new(
+                        of.span(),
+                        format!("`tensor_map` maps an input of this proof signature; there is no `{of}`"),
+                    )),
+                }
+            }
+        }
         let writes = sig.params.iter().any(|p| matches!(p.shape, ParamShape::Cube { mutable: true, .. }));
         if sig.output.is_none() && !writes {
             errors.push(syn::Error::new(

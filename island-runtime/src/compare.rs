@@ -282,8 +282,12 @@ fn fill_inputs(lifted: &Lifted, groups: &[Vec<Group>], seed: u64) -> Vec<Vec<u8>
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let per_cube = count(p.shape, lifted.cube_dim as usize, 1) * p.width;
-            groups.iter().flat_map(|g| p.kind.fill(g[i], per_cube, i, &mut rng)).collect()
+            let per_cube = p.shape.per_cube(lifted.cube_dim as usize) * p.width;
+            match p.shape {
+                // Encoded at launch, for the device that runs it.
+                Shape::TensorMap { .. } => vec![0; groups.len() * per_cube * p.kind.size()],
+                _ => groups.iter().flat_map(|g| p.kind.fill(g[i], per_cube, i, &mut rng)).collect(),
+            }
         })
         .collect()
 }
@@ -296,7 +300,8 @@ pub fn recipe_inputs(lifted: &Lifted, cubes: u32, seed: u64) -> Vec<Vec<u8>> {
 
 /// Launch arguments of the lifted island over `cubes` cubes with `inputs` and an output buffer
 /// filled with `poison` bytes; the buffers are created here, once (a bench dispatches them again
-/// and again).
+/// and again). A tensor map input is encoded here, over the buffer of the input it maps; a map
+/// the hardware would refuse is an error.
 pub fn launch_args<'a>(
     client: &'a Client,
     lifted: &'static Lifted,
@@ -304,27 +309,37 @@ pub fn launch_args<'a>(
     inputs: &[Vec<u8>],
     target: Target,
     poison: u8,
-) -> LaunchArgs<'a> {
+) -> Result<LaunchArgs<'a>, String> {
     let lanes = (cubes * lifted.cube_dim) as usize;
     let mut buffers: Vec<(Handle, usize)> = inputs
         .iter()
         .zip(lifted.params)
         .map(|(bytes, p)| (client.create_from_slice(bytes), bytes.len() / p.value_size()))
         .collect();
+    for (i, p) in lifted.params.iter().enumerate() {
+        let Shape::TensorMap { of, tile } = p.shape else { continue };
+        let (source, mapped) = lifted
+            .params
+            .iter()
+            .enumerate()
+            .find(|(_, q)| q.name == of)
+            .ok_or_else(|| format!("tensor map `{}` maps `{of}`, which is not an input", p.name))?;
+        let slice = mapped.shape.per_cube(lifted.cube_dim as usize) * mapped.value_size();
+        let mut maps = Vec::with_capacity(cubes as usize * crate::tensor_map::MAP_BYTES);
+        for cube in 0..cubes as usize {
+            let map = crate::tensor_map::map_for(client, &buffers[source].0, cube * slice, slice, &tile)
+                .map_err(|e| format!("input `{}`: {e}", p.name))?;
+            maps.extend_from_slice(&map);
+        }
+        buffers[i] = (client.create_from_slice(&maps), maps.len() / p.value_size());
+    }
     if let Some(size) = lifted.output_value_size() {
         buffers.push((client.create_from_slice(&vec![poison; lanes * size]), lanes));
     }
     if lifted.dont_care.is_some() {
         buffers.push((client.create_from_slice(&vec![poison; lanes * 4]), lanes));
     }
-    LaunchArgs { client, cubes, cube_dim: lifted.cube_dim, buffers, target }
-}
-
-fn count(shape: Shape, lanes: usize, cubes: u32) -> usize {
-    match shape {
-        Shape::Lane => lanes,
-        Shape::Cube(n) => (n * cubes) as usize,
-    }
+    Ok(LaunchArgs { client, cubes, cube_dim: lifted.cube_dim, buffers, target })
 }
 
 fn execute(
@@ -339,7 +354,7 @@ fn execute(
         return Err(reason);
     }
     // Poisoned differently in the two runs, so a lane neither run writes still differs.
-    let args = launch_args(client, lifted, cubes, inputs, target, poison);
+    let args = launch_args(client, lifted, cubes, inputs, target, poison)?;
     let handles: Vec<Handle> = args.buffers.iter().map(|(h, _)| h.clone()).collect();
     let launched = catch_unwind(AssertUnwindSafe(|| (lifted.launch)(&args)));
     if let Err(panic) = launched {

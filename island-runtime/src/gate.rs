@@ -292,10 +292,7 @@ fn time(
     let per_cube: Vec<usize> = lifted
         .params
         .iter()
-        .map(|p| match p.shape {
-            lifted::Shape::Lane => lifted.cube_dim as usize * p.value_size(),
-            lifted::Shape::Cube(n) => n as usize * p.value_size(),
-        })
+        .map(|p| p.shape.per_cube(lifted.cube_dim as usize) * p.value_size())
         .chain(lifted.output_value_size().map(|s| s * lifted.cube_dim as usize))
         .chain(lifted.mask_buffer().map(|_| 4 * lifted.cube_dim as usize))
         .collect();
@@ -309,8 +306,8 @@ fn time(
     let mut cubes = options.lanes.div_ceil(lifted.cube_dim).clamp(1, max_cubes);
     let (arm_args, default_args) = loop {
         let inputs = crate::compare::recipe_inputs(lifted, cubes, options.proof.seed);
-        let arm_args = crate::compare::launch_args(device, lifted, cubes, &inputs, arm, 0);
-        let default_args = crate::compare::launch_args(device, lifted, cubes, &inputs, default, 0);
+        let arm_args = crate::compare::launch_args(device, lifted, cubes, &inputs, arm, 0)?;
+        let default_args = crate::compare::launch_args(device, lifted, cubes, &inputs, default, 0)?;
         let once = catch_unwind(AssertUnwindSafe(|| {
             crate::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))
         }))

@@ -42,6 +42,7 @@ pub mod report;
 pub mod runtimes;
 pub mod semantics;
 pub mod target;
+pub mod tensor_map;
 pub mod value;
 
 /// The vocabulary ([`island_vocab`]): backends, element kinds, capabilities, profiles, sites.

@@ -28,6 +28,20 @@ pub enum Shape {
     Lane,
     /// A slice of this many values per cube (`tile: &[i8; 256]`).
     Cube(u32),
+    /// A tensor map per cube over that cube's slice of input `of` (`map: tensor_map(src, TILE)`):
+    /// [`crate::tensor_map::MAP_WORDS`] `u32` words, encoded for the device that runs it.
+    TensorMap { of: &'static str, tile: crate::tensor_map::TmaTile },
+}
+
+impl Shape {
+    /// Values per cube (`lanes` of them for a per-lane input).
+    pub fn per_cube(self, lanes: usize) -> usize {
+        match self {
+            Shape::Lane => lanes,
+            Shape::Cube(n) => n as usize,
+            Shape::TensorMap { .. } => crate::tensor_map::MAP_WORDS as usize,
+        }
+    }
 }
 
 /// One parameter of a lifted island.

@@ -286,10 +286,7 @@ pub fn define(
         .params
         .iter()
         .map(|p| {
-            let n = match p.shape {
-                crate::lifted::Shape::Lane => lanes,
-                crate::lifted::Shape::Cube(n) => n as usize,
-            };
+            let n = p.shape.per_cube(lanes);
             (host.empty(n * p.value_size()), n)
         })
         .collect();

@@ -124,8 +124,13 @@ pub fn compare(
             let _ = writeln!(r, "    Σ|terms|  = {}", kind.show(m));
         }
         if let Some(g) = groups.get(cube) {
-            let held: Vec<String> =
-                lifted.params.iter().zip(g).map(|(p, g)| format!("{}: {}", p.name, g.name())).collect();
+            let held: Vec<String> = lifted
+                .params
+                .iter()
+                .zip(g)
+                .filter(|(p, _)| !matches!(p.shape, Shape::TensorMap { .. }))
+                .map(|(p, g)| format!("{}: {}", p.name, g.name()))
+                .collect();
             let _ = writeln!(r, "    cube {cube} holds {}", held.join(", "));
         }
         if lifted.params.iter().all(|p| p.shape == Shape::Lane) && first < lanes {

@@ -114,7 +114,7 @@ fn output(entry: &'static ArmEntry, target: Target) -> Result<Vec<u8>, Failed> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return Err("the fixture has no proof kernel".into()) };
     let cpu = proofs::cpu()?;
     let inputs = compare::recipe_inputs(lifted, 4, 7);
-    let args = compare::launch_args(&cpu, lifted, 4, &inputs, target, 0);
+    let args = compare::launch_args(&cpu, lifted, 4, &inputs, target, 0).expect("launch arguments");
     (lifted.launch)(&args);
     let out = args.buffers.last().ok_or("no output buffer")?.0.clone();
     Ok(island_runtime::readback::read(&cpu, out)?)

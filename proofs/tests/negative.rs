@@ -8,7 +8,7 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, wgmma};
+use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma};
 use island_runtime::prelude::*;
 
 /// A dp4a arm that forgets to sign-extend the bytes it unpacks.
@@ -484,6 +484,44 @@ pub fn mbarrier_refill_into_next_slot(
             for t in 0..4u32 {
                 out[(t * 64 + UNIT_POS) as usize] = src[(t * 64 + (UNIT_POS + 9) % 64) as usize];
             }
+        },
+    }
+}
+
+/// A TMA box read as if it lay row after row in shared memory: the 128-byte swizzle the copy
+/// applied is not undone, so every row but each eighth reads its chunks in another order.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn tma_box_read_unswizzled(
+    src: &[Vector<i32, Const<4>>],
+    map: &[u32],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(
+            src: &[Vector<i32, Const<4>>; 512],
+            map: tensor_map(src, island_intrinsics::tma::BOX_128),
+            out: &mut [Vector<i32, Const<4>>; 64],
+        ), cube_dim = 64;
+        cuda if sm >= 90 => {
+            let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(64usize, 1024usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(1usize, 8usize);
+            if UNIT_POS == 0 {
+                mbarrier::init::call(&mut bars, 0, 1u32, target);
+            }
+            sync_cube();
+            if UNIT_POS == 0 {
+                mbarrier::arrive_expect_tx::call(&mut bars, 0, 1024u32, target);
+                tma::load_2d::call(&mut tile, 0, map, src, 2u32, 3u32, &mut bars, 0, tma::BOX_128, target);
+            }
+            mbarrier::wait::call(&mut bars, 0, 0u32, target);
+            out[UNIT_POS as usize] = tile[UNIT_POS as usize];
+        },
+        default => {
+            // Box word `UNIT_POS`: row `UNIT_POS / 8`, chunk `UNIT_POS % 8`, of the box at
+            // (2 words, 3 rows) of a tensor with 16 words a row.
+            out[UNIT_POS as usize] = src[((3 + UNIT_POS / 8) * 16 + 2 + UNIT_POS % 8) as usize];
         },
     }
 }
