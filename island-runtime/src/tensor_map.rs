@@ -96,7 +96,7 @@ pub fn map_for(
 fn device_address(client: &Client, handle: &Handle) -> Result<Option<u64>, TensorMapError> {
     #[cfg(feature = "cuda")]
     {
-        use cubecl::prelude::Runtime;
+        use cubecl_runtime::runtime::Runtime;
         type Server = <cubecl::cuda::CudaRuntime as Runtime>::Server;
         if client.name() == "cuda" {
             let resource =
