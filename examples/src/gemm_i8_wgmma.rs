@@ -19,8 +19,9 @@
 use crate::error::ShapeError;
 use cubecl::prelude::*;
 use island_intrinsics::wgmma::{self, Layout, Swizzle, WARPGROUP};
-use island_intrinsics::{cp_async, mbarrier, portable};
+use island_intrinsics::{cp_async, mbarrier, portable, tma};
 use island_runtime::prelude::*;
+use island_runtime::tensor_map::{self, TensorMapError, TmaTile};
 
 /// The geometry of a cube's block (comptime).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -45,6 +46,10 @@ pub enum Pipeline {
     /// it): a unit waits for the stage it reads, and the slot of the stage before is refilled
     /// once every unit has read that, so warpgroups drift up to one stage apart.
     Mbarrier,
+    /// As [`Pipeline::Mbarrier`], but each stage is two TMA boxes ([`island_intrinsics::tma`])
+    /// that one unit issues, completing on the "full" barrier by their bytes: no unit computes a
+    /// copy's address, and no copy passes through registers.
+    Tma,
 }
 
 /// Bytes of `k` per stage: one 128-byte swizzled row.
@@ -85,6 +90,25 @@ pub const CONFIG_MBARRIER: Config = Config { warpgroups: 4, block_n: 128, stages
 /// The configuration [`gemm_i8_wgmma_m128`] launches with: 128×128 blocks of two warpgroups,
 /// three stages (96 KiB, so two cubes share a multiprocessor), on the mbarrier pipeline.
 pub const CONFIG_M128: Config = Config { warpgroups: 2, block_n: 128, stages: 3, pipeline: Pipeline::Mbarrier };
+
+/// The configuration [`gemm_i8_wgmma_tma`] launches with: [`CONFIG`]'s blocks on the TMA
+/// pipeline.
+pub const CONFIG_TMA: Config = Config { warpgroups: 4, block_n: 128, stages: 4, pipeline: Pipeline::Tma };
+
+/// The configuration [`gemm_i8_wgmma_tma_m128`] launches with: [`CONFIG_M128`]'s blocks on the
+/// TMA pipeline.
+pub const CONFIG_TMA_M128: Config = Config { warpgroups: 2, block_n: 128, stages: 3, pipeline: Pipeline::Tma };
+
+/// The TMA box of one stage of `a` (`k` bytes a row): the block's rows × [`STAGE_K`] bytes, at
+/// [`LAYOUT`] (the 128-byte swizzle).
+pub const fn tile_a(k: u32, cfg: Config) -> TmaTile {
+    TmaTile { row_bytes: k, box_rows: cfg.block_m(), box_bytes: STAGE_K, swizzle: 128 }
+}
+
+/// The TMA box of one stage of `bᵀ` (`k` bytes a row): the block's columns × [`STAGE_K`] bytes.
+pub const fn tile_b(k: u32, cfg: Config) -> TmaTile {
+    TmaTile { row_bytes: k, box_rows: cfg.block_n, box_bytes: STAGE_K, swizzle: 128 }
+}
 
 type Word = Vector<i32, Const<4>>;
 type Pair = Vector<i32, Const<2>>;
@@ -276,6 +300,134 @@ fn block_wgmma_mbarrier<N: Size>(
     store_acc::<N>(acc, c, n);
 }
 
+/// Stage `kt` into slot `slot`: one unit expects both boxes' bytes on the slot's "full" barrier
+/// and issues them.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn load_stage_tma(
+    a: &[Word],
+    map_a: &[u32],
+    sa: &mut [Word],
+    bt: &[Word],
+    map_b: &[u32],
+    sb: &mut [Word],
+    bars: &mut [u64],
+    slot: u32,
+    kt: u32,
+    ya: u32,
+    yb: u32,
+    #[comptime] k: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
+) {
+    let bytes = comptime!((cfg.block_m() + cfg.block_n) * STAGE_K);
+    let words = comptime!(STAGE_K / 16);
+    mbarrier::arrive_expect_tx::call(bars, slot, bytes, target);
+    tma::load_2d::call(
+        sa,
+        slot * comptime!(cfg.a_stage_chunks()),
+        map_a,
+        a,
+        kt * words,
+        ya,
+        bars,
+        slot,
+        comptime!(tile_a(k, cfg)),
+        target,
+    );
+    tma::load_2d::call(
+        sb,
+        slot * comptime!(cfg.b_stage_chunks()),
+        map_b,
+        bt,
+        kt * words,
+        yb,
+        bars,
+        slot,
+        comptime!(tile_b(k, cfg)),
+        target,
+    );
+}
+
+/// The block on tensor cores, fed through the [`Pipeline::Tma`] pipeline: barriers
+/// `0..stages` say a slot is full (one arrival and the boxes' bytes), `stages..2·stages` that
+/// every unit has read it. `a` and `bt` are the whole operands, the block's first row of each
+/// at `ya` and `yb`.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn block_wgmma_tma<N: Size>(
+    a: &[Word],
+    map_a: &[u32],
+    ya: u32,
+    bt: &[Word],
+    map_b: &[u32],
+    yb: u32,
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
+) {
+    let k_tiles = comptime!(k / STAGE_K);
+    let stages = comptime!(cfg.stages);
+    let a_chunks = comptime!(cfg.a_stage_chunks());
+    let b_chunks = comptime!(cfg.b_stage_chunks());
+    let mut sa = Shared::<[Word]>::new_aligned_slice(comptime!((stages * a_chunks) as usize), 1024usize);
+    let mut sb = Shared::<[Word]>::new_aligned_slice(comptime!((stages * b_chunks) as usize), 1024usize);
+    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!((2 * stages) as usize), 8usize);
+    if UNIT_POS == 0 {
+        for i in 0..stages {
+            mbarrier::init::call(&mut bars, i, 1u32, target);
+            mbarrier::init::call(&mut bars, stages + i, comptime!(cfg.units()), target);
+        }
+    }
+    sync_cube();
+    let group = UNIT_POS / WARPGROUP;
+    let mut acc = Vector::<i32, N>::empty();
+    #[unroll]
+    for r in 0..comptime!(N::value()) {
+        acc.insert(r, 0i32);
+    }
+    if UNIT_POS == 0 {
+        for s in 0..stages {
+            if s < k_tiles {
+                load_stage_tma(a, map_a, &mut sa, bt, map_b, &mut sb, &mut bars, s, s, ya, yb, k, cfg, target);
+            }
+        }
+    }
+    for kt in 0..k_tiles {
+        let stage = kt % stages;
+        // The `k`-th use of a slot completes its barriers' phase of parity `k % 2`. The boxes
+        // are written by the copy engine, whose writes the tensor cores read without a fence.
+        mbarrier::wait::call(&mut bars, stage, (kt / stages) % 2, target);
+        let a_start = stage * comptime!(a_chunks * 16) + group * 8192;
+        acc = wgmma::m64n_k32_s8::call::<N>(
+            &sa,
+            a_start,
+            &sb,
+            stage * comptime!(b_chunks * 16),
+            acc,
+            4u32,
+            LAYOUT,
+            LAYOUT,
+            target,
+        );
+        mbarrier::arrive::call(&mut bars, stages + stage, target);
+        // Once every unit has read the previous stage, unit 0 refills its slot with the tile
+        // `stages` ahead of it.
+        if kt >= 1 {
+            let prev = kt - 1;
+            mbarrier::wait::call(&mut bars, stages + prev % stages, (prev / stages) % 2, target);
+            let next = prev + stages;
+            if next < k_tiles && UNIT_POS == 0 {
+                let slot = next % stages;
+                load_stage_tma(a, map_a, &mut sa, bt, map_b, &mut sb, &mut bars, slot, next, ya, yb, k, cfg, target);
+            }
+        }
+    }
+    store_acc::<N>(acc, c, n);
+}
+
 /// Writes a warpgroup's accumulator fragment into the block of `c`.
 #[cube]
 fn store_acc<N: Size>(acc: Vector<i32, N>, c: &mut [Pair], #[comptime] n: u32) {
@@ -395,6 +547,79 @@ pub fn gemm_i8_wgmma_m128(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k
     }
 }
 
+/// The GEMM on [`CONFIG_TMA`]'s blocks: the island reads the whole operands through their
+/// tensor maps (`map_a`, `map_b`, one `u32` slice of 32 words each, [`Maps`]).
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma_tma(
+    a: &[Word],
+    bt: &[Word],
+    map_a: &[u32],
+    map_b: &[u32],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+) {
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA);
+    let (ya, yb) = (CUBE_POS_Y * comptime!(CONFIG_TMA.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA.block_n));
+    let c_block = &mut c[oc..];
+    island! {
+        proof(a: &[Vector<i32, Const<4>>; 10240], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA)),
+              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA)),
+              c_block: &mut [Vector<i32, Const<2>>; 16384], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
+              k: u32 = 640, n: u32 = 128), cube_dim = 512;
+        cuda if sm == 90 => block_wgmma_tma::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA, target),
+        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA),
+    }
+}
+
+/// The GEMM on [`CONFIG_TMA_M128`]'s blocks, as [`gemm_i8_wgmma_tma`].
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma_tma_m128(
+    a: &[Word],
+    bt: &[Word],
+    map_a: &[u32],
+    map_b: &[u32],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+) {
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA_M128);
+    let (ya, yb) = (CUBE_POS_Y * comptime!(CONFIG_TMA_M128.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA_M128.block_n));
+    let c_block = &mut c[oc..];
+    island! {
+        proof(a: &[Vector<i32, Const<4>>; 5120], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA_M128)),
+              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA_M128)),
+              c_block: &mut [Vector<i32, Const<2>>; 8192], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
+              k: u32 = 640, n: u32 = 128), cube_dim = 256;
+        cuda if sm == 90 => block_wgmma_tma::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA_M128, target),
+        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA_M128),
+    }
+}
+
+/// The tensor maps of a TMA variant's operands, encoded once for their buffers: each one 128
+/// bytes in a buffer of its own, as the kernel reads it.
+pub struct Maps {
+    pub a: cubecl::server::Handle,
+    pub b: cubecl::server::Handle,
+}
+
+impl Maps {
+    /// Encodes the maps of `a` (m×k) and `bt` (n×k) for `cfg`'s boxes on `client`'s device (zeros
+    /// on a runtime without TMA, whose emulation reads the operands directly).
+    pub fn new(
+        client: &Client,
+        (a, bt): (&cubecl::server::Handle, &cubecl::server::Handle),
+        (m, k, n): (usize, usize, usize),
+        cfg: Config,
+    ) -> Result<Maps, TensorMapError> {
+        let map_a = tensor_map::map_for(client, a, 0, m * k, &tile_a(k as u32, cfg))?;
+        let map_b = tensor_map::map_for(client, bt, 0, n * k, &tile_b(k as u32, cfg))?;
+        Ok(Maps { a: client.create_from_slice(&map_a), b: client.create_from_slice(&map_b) })
+    }
+}
+
 /// Checks a shape before launch: `m` and `n` whole blocks (of both configurations), `k` whole
 /// stages.
 pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
@@ -425,7 +650,8 @@ pub unsafe fn launch(
     shape: (usize, usize, usize),
     target: Target,
 ) {
-    unsafe { launch_blocks(client, handles, shape, Blocks::M256N128, target) }
+    let launched = unsafe { launch_blocks(client, handles, shape, Blocks::M256N128, None, target) };
+    launched.expect("a variant without tensor maps")
 }
 
 /// The block shapes and pipelines the GEMM launches with.
@@ -439,12 +665,22 @@ pub enum Blocks {
     M256N128Mbarrier,
     /// [`CONFIG_M128`]: 128×128, two warpgroups, mbarriers, two cubes per multiprocessor.
     M128N128Mbarrier,
+    /// [`CONFIG_TMA`]: 256×128, four warpgroups, TMA boxes and mbarriers.
+    M256N128Tma,
+    /// [`CONFIG_TMA_M128`]: 128×128, two warpgroups, TMA boxes and mbarriers.
+    M128N128Tma,
 }
 
 impl Blocks {
     /// Every variant, in the order the bench lists them.
-    pub const ALL: [Blocks; 4] =
-        [Blocks::M256N128, Blocks::M128N256, Blocks::M256N128Mbarrier, Blocks::M128N128Mbarrier];
+    pub const ALL: [Blocks; 6] = [
+        Blocks::M256N128,
+        Blocks::M128N256,
+        Blocks::M256N128Mbarrier,
+        Blocks::M128N128Mbarrier,
+        Blocks::M256N128Tma,
+        Blocks::M128N128Tma,
+    ];
 
     pub const fn config(self) -> Config {
         match self {
@@ -452,6 +688,8 @@ impl Blocks {
             Blocks::M128N256 => CONFIG_N256,
             Blocks::M256N128Mbarrier => CONFIG_MBARRIER,
             Blocks::M128N128Mbarrier => CONFIG_M128,
+            Blocks::M256N128Tma => CONFIG_TMA,
+            Blocks::M128N128Tma => CONFIG_TMA_M128,
         }
     }
 
@@ -461,25 +699,37 @@ impl Blocks {
         let pipeline = match cfg.pipeline {
             Pipeline::CubeBarrier => "cube barrier",
             Pipeline::Mbarrier => "mbarriers",
+            Pipeline::Tma => "TMA, mbarriers",
         };
         format!("{}×{} blocks, {}", cfg.block_m(), cfg.block_n, pipeline)
     }
 }
 
-/// Launches the GEMM on `blocks`' blocks.
+/// Launches the GEMM on `blocks`' blocks. A TMA variant reads its operands through `maps`
+/// ([`Maps::new`] for these buffers, this shape and `blocks`' configuration), encoded here when
+/// `None`; a map the driver refuses is an error before launch.
 ///
 /// # Safety
-/// As [`launch`].
+/// As [`launch`]; `maps`, if given, must be those of `a` and `bt`.
 pub unsafe fn launch_blocks(
     client: &Client,
     (a, bt, c): (&cubecl::server::Handle, &cubecl::server::Handle, &cubecl::server::Handle),
     (m, k, n): (usize, usize, usize),
     blocks: Blocks,
+    maps: Option<&Maps>,
     target: Target,
-) {
+) -> Result<(), TensorMapError> {
     let cfg = blocks.config();
     let count = CubeCount::Static((n as u32) / cfg.block_n, (m as u32) / cfg.block_m(), 1);
     let dim = CubeDim::new_1d(cfg.units());
+    let encoded;
+    let maps = match (cfg.pipeline, maps) {
+        (Pipeline::Tma, None) => {
+            encoded = Maps::new(client, (a, bt), (m, k, n), cfg)?;
+            Some(&encoded)
+        }
+        (_, maps) => maps,
+    };
     // SAFETY: the caller's contract: the handles hold these many values.
     let (a, bt, c) = unsafe {
         (
@@ -488,16 +738,32 @@ pub unsafe fn launch_blocks(
             BufferArg::from_raw_parts(c.clone(), m * n / 2),
         )
     };
-    match blocks {
-        Blocks::M256N128 => gemm_i8_wgmma::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target),
-        Blocks::M128N256 => gemm_i8_wgmma_n256::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target),
-        Blocks::M256N128Mbarrier => {
-            gemm_i8_wgmma_mbarrier::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target)
+    let map_args = || {
+        let maps = maps.expect("encoded above for a TMA variant");
+        // SAFETY: each map buffer holds one 128-byte map, 32 words.
+        unsafe {
+            (
+                BufferArg::from_raw_parts(maps.a.clone(), tensor_map::MAP_WORDS as usize),
+                BufferArg::from_raw_parts(maps.b.clone(), tensor_map::MAP_WORDS as usize),
+            )
         }
-        Blocks::M128N128Mbarrier => {
-            gemm_i8_wgmma_m128::launch_with(client, count, dim, a, bt, c, k as u32, n as u32, target)
+    };
+    let (k, n) = (k as u32, n as u32);
+    match blocks {
+        Blocks::M256N128 => gemm_i8_wgmma::launch_with(client, count, dim, a, bt, c, k, n, target),
+        Blocks::M128N256 => gemm_i8_wgmma_n256::launch_with(client, count, dim, a, bt, c, k, n, target),
+        Blocks::M256N128Mbarrier => gemm_i8_wgmma_mbarrier::launch_with(client, count, dim, a, bt, c, k, n, target),
+        Blocks::M128N128Mbarrier => gemm_i8_wgmma_m128::launch_with(client, count, dim, a, bt, c, k, n, target),
+        Blocks::M256N128Tma => {
+            let (ma, mb) = map_args();
+            gemm_i8_wgmma_tma::launch_with(client, count, dim, a, bt, ma, mb, c, k, n, target)
+        }
+        Blocks::M128N128Tma => {
+            let (ma, mb) = map_args();
+            gemm_i8_wgmma_tma_m128::launch_with(client, count, dim, a, bt, ma, mb, c, k, n, target)
         }
     }
+    Ok(())
 }
 
 /// The top-left block (`CONFIG.block_m()` rows, `CONFIG.block_n` columns) of an `m×n` output:

@@ -346,8 +346,8 @@ fn gemm_half_shapes() -> Result<(), Failed> {
     Ok(())
 }
 
-/// The wgmma GEMM in both block shapes (2×2 and 4×1 blocks), `k` long enough to reuse every stage, with `default` and with
-/// its sm_90 arm emulated, against the plain-Rust reference on the whole output: each block
+/// The wgmma GEMM in every variant (blocks of 256×128, 128×256 and 128×128, each pipeline),
+/// `k` long enough to reuse every stage, with `default` and with its sm_90 arm emulated, against the plain-Rust reference on the whole output: each block
 /// reads its own rows and columns, which the island's proof (one block) does not show.
 fn gemm_wgmma() -> Result<(), Failed> {
     let client = client()?;
@@ -364,7 +364,7 @@ fn gemm_wgmma() -> Result<(), Failed> {
         for blocks in gemm_i8_wgmma::Blocks::ALL {
             let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
             // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
-            unsafe { gemm_i8_wgmma::launch_blocks(&client, (&ah, &bh, &ch), (m, k, n), blocks, target) };
+            unsafe { gemm_i8_wgmma::launch_blocks(&client, (&ah, &bh, &ch), (m, k, n), blocks, None, target)? };
             let got = island_runtime::readback::read(&client, ch)?;
             let got = i32::from_bytes(&got);
             if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
