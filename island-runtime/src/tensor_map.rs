@@ -123,6 +123,24 @@ fn encode(address: u64, bytes: usize, tile: &TmaTile) -> Result<[u8; MAP_BYTES],
         _ => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
     };
     let mut map = std::mem::MaybeUninit::<CUtensorMap>::zeroed();
+    let driver =
+        |status: CUresult| status.result().map_err(|e| TensorMapError::Driver { tile: *tile, reason: e.to_string() });
+    // The driver encodes in a current context: the primary one of the buffer's device, which is
+    // the one CubeCL's CUDA runtime runs in, made current on this thread for the call.
+    let mut ordinal: std::ffi::c_int = 0;
+    let mut device: CUdevice = 0;
+    let mut context: CUcontext = std::ptr::null_mut();
+    // SAFETY: each out-pointer is a live local of the type the call writes.
+    unsafe {
+        driver(cuPointerGetAttribute(
+            (&mut ordinal as *mut std::ffi::c_int).cast(),
+            CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            address,
+        ))?;
+        driver(cuDeviceGet(&mut device, ordinal))?;
+        driver(cuDevicePrimaryCtxRetain(&mut context, device))?;
+        driver(cuCtxPushCurrent_v2(context))?;
+    }
     // SAFETY: `map` is writable and 64-byte aligned (`CUtensorMap`'s alignment); the four arrays
     // hold `rank` (2) entries each and outlive the call; `address` is a device allocation of at
     // least `bytes` bytes (a CubeCL buffer) that the caller keeps alive while the map is used.
@@ -142,7 +160,13 @@ fn encode(address: u64, bytes: usize, tile: &TmaTile) -> Result<[u8; MAP_BYTES],
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
     };
-    status.result().map_err(|e| TensorMapError::Driver { tile: *tile, reason: e.to_string() })?;
+    // SAFETY: the context pushed above, and the device's primary context retained above.
+    unsafe {
+        let mut popped: CUcontext = std::ptr::null_mut();
+        driver(cuCtxPopCurrent_v2(&mut popped))?;
+        driver(cuDevicePrimaryCtxRelease_v2(device))?;
+    }
+    driver(status)?;
     // SAFETY: the driver wrote the whole map (it succeeded), and before that it was zeroed.
     let map = unsafe { map.assume_init() };
     // SAFETY: `CUtensorMap` is 128 bytes of plain data.
