@@ -11,6 +11,9 @@
 
 use cubecl::prelude::*;
 
+mod fused_bf16;
+pub use fused_bf16::fused_step_bf16;
+
 /// Units a cube may have at most: the length of the shared scratch of the group helpers.
 const CUBE_UNITS: usize = 1024;
 

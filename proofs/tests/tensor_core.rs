@@ -1,5 +1,6 @@
 //! The tensor-core model ([`FusedDot`]) checked without a device: its CubeCL emulation (what
-//! the CPU proofs run) against the plain-Rust model on every class of the adversarial tile set;
+//! the CPU proofs run, for f16 and bf16) and the portable bf16 step against the plain-Rust model
+//! on every class of the adversarial tile set;
 //! both, and the portable definition `default`s use, against outputs an H200 computed (`proofs/data/`, written by `islands tensor-core
 //! --sample`); a fixture model with one detail wrong must disagree with the device; and
 //! directed vectors for each rule of the model.
@@ -15,11 +16,45 @@ fn portable_tiles(a: &[half::f16], b: &[half::f16], c: &mut [f32]) {
     let base = CUBE_POS * 256;
     portable::tile_f16_fused(&a[base..], 16u32, &b[base..], 16u32, &mut c[base..], 16u32, 1u32);
 }
+/// One bf16 tile per cube through the CubeCL emulation of `model` (what the bf16 `wgmma`'s
+/// emulation runs per `k` step): unit `u` computes outputs `8u … 8u + 7` of tile `CUBE_POS`.
+#[cube(launch)]
+fn emulated_bf16_tiles(a: &[half::bf16], b: &[half::bf16], c: &mut [f32], #[comptime] model: FusedDot) {
+    let base = CUBE_POS as u32 * 256;
+    for j in 0..8u32 {
+        let e = UNIT_POS * 8 + j;
+        let (row, col) = (e / 16, e % 16);
+        c[(base + e) as usize] = island_intrinsics::tensor_core::emulation::fused_dot_of::<half::bf16>(
+            a,
+            base + row * 16,
+            b,
+            base + col,
+            16u32,
+            c[(base + e) as usize],
+            Format::BF16,
+            model,
+        );
+    }
+}
+
+/// The same through `portable::fused_step_bf16` (the `default` of the bf16 `wgmma` check).
+#[cube(launch)]
+fn portable_bf16_tiles(a: &[half::bf16], b: &[half::bf16], c: &mut [f32]) {
+    let base = CUBE_POS as u32 * 256;
+    for j in 0..8u32 {
+        let e = UNIT_POS * 8 + j;
+        let (row, col) = (e / 16, e % 16);
+        c[(base + e) as usize] =
+            portable::fused_step_bf16(a, base + row * 16, b, base + col, 16u32, c[(base + e) as usize]);
+    }
+}
+
 use libtest_mimic::{Failed, Trial};
 
 pub fn trials() -> Vec<Trial> {
     vec![
         Trial::test("tensor_core::emulation_matches_the_plain_model", emulation_matches_model),
+        Trial::test("tensor_core::bf16_emulation_and_portable_match_the_plain_model", bf16_matches_model),
         Trial::test("tensor_core::model_reproduces_h200_outputs", h200_outputs),
         Trial::test("tensor_core::directed_vectors", directed),
     ]
@@ -101,6 +136,45 @@ fn emulated(client: &Client, model: FusedDot, i: &Inputs) -> Result<Vec<u32>, Fa
     Ok(u32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
 }
 
+/// The tiles (bf16) through [`emulated_bf16_tiles`] with `model`, or through
+/// [`portable_bf16_tiles`] when `model` is `None`.
+fn bf16_run(client: &Client, model: Option<FusedDot>, i: &Inputs) -> Result<Vec<u32>, Failed> {
+    let ((a, b, c), out) = buffers(client, i);
+    let (count, dim) = (CubeCount::Static((i.c.len() / 256) as u32, 1, 1), CubeDim::new_1d(32));
+    match model {
+        Some(model) => emulated_bf16_tiles::launch(client, count, dim, a, b, c, model),
+        None => portable_bf16_tiles::launch(client, count, dim, a, b, c),
+    }
+    Ok(u32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
+}
+
+/// The bf16 emulation (right and fixture models) and the portable bf16 step against the plain
+/// model on every class of the tile set, bf16's exponent extremes included.
+fn bf16_matches_model() -> Result<(), Failed> {
+    let client = proofs::cpu()?;
+    let i = inputs(Format::BF16, PER_CLASS * cases::CLASSES.len());
+    for model in [FusedDot::SM90, FusedDot::SM90_ROUNDING_AT_ALIGNMENT] {
+        if let Some(d) = first_difference(
+            &format!("bf16 {model:?}: CubeCL emulation vs plain Rust"),
+            &bf16_run(&client, Some(model), &i)?,
+            &plain(model, Format::BF16, &i),
+        ) {
+            return Err(d.into());
+        }
+    }
+    if let Some(d) = first_difference(
+        "bf16: portable::fused_step_bf16 vs plain Rust",
+        &bf16_run(&client, None, &i)?,
+        &plain(FusedDot::SM90, Format::BF16, &i),
+    ) {
+        return Err(d.into());
+    }
+    if plain(FusedDot::SM90, Format::BF16, &i) == plain(FusedDot::SM90_ROUNDING_AT_ALIGNMENT, Format::BF16, &i) {
+        return Err("the bf16 tile set does not tell truncation from rounding at alignment".into());
+    }
+    Ok(())
+}
+
 /// The first output where `got` and `want` differ, described with its tile's class.
 fn first_difference(what: &str, got: &[u32], want: &[u32]) -> Option<String> {
     let e = got.iter().zip(want).position(|(g, w)| g != w)?;
@@ -151,6 +225,16 @@ fn h200_outputs() -> Result<(), Failed> {
         }
         if plain(FusedDot::SM90_ROUNDING_AT_ALIGNMENT, format, &i) == device {
             return Err(format!("{format:?}: the fixture model agrees with the H200 on every output").into());
+        }
+        if format == Format::BF16 {
+            for (what, got) in [
+                ("bf16: CubeCL emulation vs H200", bf16_run(&client, Some(FusedDot::SM90), &i)?),
+                ("bf16: portable::fused_step_bf16 vs H200", bf16_run(&client, None, &i)?),
+            ] {
+                if let Some(d) = first_difference(what, &got, &device) {
+                    return Err(d.into());
+                }
+            }
         }
         if format == Format::F16 {
             if let Some(d) =

@@ -1,9 +1,10 @@
-//! The sm_90 model of [`crate::tensor_core`] in CubeCL: what `mma::tile_f16`'s emulation runs on
-//! the CPU (and any device) for a profile whose tensor cores the model describes. It computes the
-//! same bits as the plain-Rust model ([`crate::tensor_core::FusedDot`]), with integer operations
-//! only, so no backend's float rounding or contraction enters.
+//! The sm_90 model of [`crate::tensor_core`] in CubeCL: what the emulations of `mma::tile_f16`
+//! and the f16 and bf16 `wgmma`s run on the CPU (and any device) for a profile whose tensor cores
+//! the model describes. It computes the same bits as the plain-Rust model
+//! ([`crate::tensor_core::FusedDot`]), with integer operations only, so no backend's float
+//! rounding or contraction enters.
 
-use crate::tensor_core::{Cut, FusedDot};
+use crate::tensor_core::{Cut, Format, FusedDot};
 use cubecl::prelude::*;
 use half::f16;
 
@@ -32,6 +33,34 @@ fn f16_significand(bits: u32) -> u32 {
     sig
 }
 
+/// The bf16-frame exponent of a bf16 given as the bits of its (exact) f32 value: subnormals and
+/// zero count at −126, as for f32.
+#[cube]
+fn bf16_exponent(bits: u32) -> i32 {
+    let e = i32::cast_from((bits >> 23) & 0xff) - 127;
+    if e < -126 { -126i32 } else { e }
+}
+
+/// The 8-bit significand of a bf16 given as the bits of its f32 value (0 for zero): its f32
+/// fraction's top seven bits, with the implicit bit when normal.
+#[cube]
+fn bf16_significand(bits: u32) -> u32 {
+    let field = (bits >> 23) & 0xff;
+    let frac = (bits >> 16) & 0x7f;
+    if field != 0 { frac | 0x80 } else { frac }
+}
+
+/// The exponent and the significand of an input of `format`, from the bits of its f32 value.
+#[cube]
+fn exponent(bits: u32, #[comptime] format: Format) -> i32 {
+    if comptime!(format == Format::F16) { f16_exponent(bits) } else { bf16_exponent(bits) }
+}
+
+#[cube]
+fn significand(bits: u32, #[comptime] format: Format) -> u32 {
+    if comptime!(format == Format::F16) { f16_significand(bits) } else { bf16_significand(bits) }
+}
+
 /// `sig >> shift` (shift ≥ 1), the dropped bits cut as `model` says.
 #[cube]
 fn cut(sig: u32, shift: u32, #[comptime] model: FusedDot) -> u32 {
@@ -55,8 +84,26 @@ fn cut(sig: u32, shift: u32, #[comptime] model: FusedDot) -> u32 {
 /// the cut terms are added exactly (here as separate sums of the positive and the negative
 /// ones, each below 2^32) and the sum rounded toward zero.
 #[cube]
-#[allow(clippy::manual_abs_diff)] // CubeCL lowers no `abs_diff`
 pub fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #[comptime] model: FusedDot) -> f32 {
+    fused_dot_of::<f16>(a, a_at, b, b_at, ldb, c, Format::F16, model)
+}
+
+/// [`fused_dot`] for inputs of `format` (`F` its type): f16 or bf16. A bf16 product's exponent
+/// reaches ±252, past f32's range, which integers carry as any other.
+#[cube]
+#[allow(clippy::manual_abs_diff, clippy::too_many_arguments)] // CubeCL lowers no `abs_diff`
+pub fn fused_dot_of<F: Float>(
+    a: &[F],
+    a_at: u32,
+    b: &[F],
+    b_at: u32,
+    ldb: u32,
+    c: f32,
+    #[comptime] format: Format,
+    #[comptime] model: FusedDot,
+) -> f32 {
+    // Fraction bits of a product's significand.
+    let product_frac = comptime!(2 * format.fraction_bits() as i32);
     let cb = u32::reinterpret(c);
     let c_field = (cb >> 23) & 0xff;
     let c_frac = cb & 0x7f_ffff;
@@ -89,7 +136,7 @@ pub fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #
                 pos_inf = true;
             }
         } else if !(x_zero || y_zero) {
-            e_max = max(e_max, f16_exponent(x) + f16_exponent(y));
+            e_max = max(e_max, exponent(x, format) + exponent(y, format));
         }
     }
 
@@ -118,10 +165,10 @@ pub fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #
         for i in 0..16u32 {
             let x = u32::reinterpret(f32::cast_from(a[(a_at + i) as usize]));
             let y = u32::reinterpret(f32::cast_from(b[(b_at + i * ldb) as usize]));
-            let sig = f16_significand(x) * f16_significand(y);
+            let sig = significand(x, format) * significand(y, format);
             if sig != 0 {
-                // The product's last bit weighs 2^(ea + eb − 20).
-                let shift = f16_exponent(x) + f16_exponent(y) - 20 - lsb;
+                // The product's last bit weighs 2^(ea + eb − 20) (f16; − 14 for bf16).
+                let shift = exponent(x, format) + exponent(y, format) - product_frac - lsb;
                 let v = if shift >= 0 { sig << u32::cast_from(shift) } else { cut(sig, u32::cast_from(-shift), model) };
                 if ((x ^ y) >> 31) == 1 {
                     neg += v;
@@ -136,7 +183,14 @@ pub fn fused_dot(a: &[f16], a_at: u32, b: &[f16], b_at: u32, ldb: u32, c: f32, #
             // Round toward zero to 24 bits (or to 2^-149 below the normal range).
             let lead = lsb + 31 - i32::cast_from(m.leading_zeros());
             let keep = max(lead - 23, -149i32);
-            let sig = if keep >= lsb { m >> u32::cast_from(keep - lsb) } else { m << u32::cast_from(lsb - keep) };
+            let mut sig = if keep >= lsb { m >> u32::cast_from(keep - lsb) } else { m << u32::cast_from(lsb - keep) };
+            if comptime!(format == Format::BF16) {
+                // A bf16 window may lie 32 bits or more below f32's smallest subnormal: all of
+                // it is cut (f16's never does).
+                if keep - lsb >= 32 {
+                    sig = 0u32;
+                }
+            }
             if lead > 127 {
                 bits = sign | 0x7f80_0000u32;
             } else if lead < -126 {

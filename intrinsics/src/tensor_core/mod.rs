@@ -41,6 +41,11 @@ pub enum Format {
 }
 
 impl Format {
+    /// Fraction bits of the format's significand.
+    pub const fn fraction_bits(self) -> u32 {
+        self.layout().0
+    }
+
     /// Fraction bits and exponent bias.
     const fn layout(self) -> (u32, i32) {
         match self {
