@@ -1,7 +1,7 @@
 //! Warpgroup matrix multiply-accumulate from shared memory: PTX `wgmma.mma_async` (sm_90a), the
 //! instruction Hopper's tensor cores run at full rate, for s8 inputs and s32 accumulators
-//! ([`m64n_k32_s8`]) and f16 inputs and f32 accumulators ([`m64n_k16_f16`], emulated with the
-//! measured sm_90 model of [`crate::tensor_core`]). Only sm_90a has `wgmma` (Blackwell's tensor
+//! ([`m64n_k32_s8`]) and f16 or bf16 inputs and f32 accumulators ([`m64n_k16_f16`],
+//! [`m64n_k16_bf16`], emulated with the measured sm_90 model of [`crate::tensor_core`]). Only sm_90a has `wgmma` (Blackwell's tensor
 //! cores take other instructions), so its lowering rows and the arms that call it are guarded
 //! by `sm == 90`: another generation runs `default`.
 //!
@@ -41,7 +41,7 @@
 //! whole-output comparison with its plain-Rust reference cover those on the device.
 
 use cubecl::prelude::*;
-use half::f16;
+use half::{bf16, f16};
 use island_portable as portable;
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
@@ -133,6 +133,8 @@ pub(crate) enum Kind {
     S8,
     /// 16 f16 values into f32 (`k16`).
     F16,
+    /// 16 bf16 values into f32 (`k16`).
+    BF16,
 }
 
 /// The inline PTX of one call (see `m64nNk32_s8::cuda`): operands `%0…` the results, then the
@@ -142,6 +144,7 @@ pub(crate) fn mma_ptx(kind: Kind, n: u32, steps: u32, a: Layout, b: Layout) -> S
         Kind::S8 => (32, "s32.s8.s8", ""),
         // Scale-a and scale-b 1 (no negation), both operands K-major (no transpose).
         Kind::F16 => (16, "f32.f16.f16", ", 1, 1, 0, 0"),
+        Kind::BF16 => (16, "f32.bf16.bf16", ", 1, 1, 0, 0"),
     };
     let v = n / 2;
     let regs = (0..v).map(|i| format!("t{i}")).collect::<Vec<_>>().join(", ");
@@ -341,6 +344,103 @@ pub mod m64n_k16_f16 {
                         0u32,
                         1u32,
                         sum,
+                        comptime!(model.unwrap()),
+                    );
+                } else {
+                    for i in 0..16usize {
+                        sum += f32::cast_from(xa[i]) * f32::cast_from(xb[i]);
+                    }
+                }
+            }
+            d.insert(r, sum);
+        }
+        d
+    }
+}
+
+/// [`m64n_k16_f16`] for bf16 inputs: the same tiles, layouts and fragment, the same measured
+/// sm_90 model (which covers bf16: [`crate::tensor_core`]), emulated with integer exponents
+/// (a bf16 product's reaches ±252, past f32's range).
+#[intrinsic(
+    name = "wgmma::m64nNk16<bf16>",
+    semantics = device_defined("the order and internal precision of tensor-core float accumulation"),
+    summary = "64×N f32 tile += 64×16k bf16 · 16k×N bf16, both from shared memory through matrix descriptors, one warpgroup (sm_90a; bit-exact on sm_90's measured model, a tolerance elsewhere)",
+    check = crate::wgmma::wgmma_bf16_swizzle128,
+    lowerings(cuda if sm == 90 => "wgmma.mma_async.sync.aligned.m64n" sass "HGMMA"),
+)]
+pub mod m64n_k16_bf16 {
+    use crate::tensor_core::Format;
+    use crate::wgmma::{Kind, Layout, WARPGROUP, mma_ptx, offset};
+    use cubecl::prelude::*;
+    use half::bf16;
+    use island_runtime::Target;
+
+    /// The CUDA lowering: as [`super::m64n_k16_f16::cuda`], with bf16 inputs.
+    #[cube]
+    #[allow(clippy::too_many_arguments)]
+    pub fn cuda<N: Size>(
+        a: &[bf16],
+        a_start: u32,
+        b: &[bf16],
+        b_start: u32,
+        c: Vector<f32, N>,
+        #[comptime] steps: u32,
+        #[comptime] a_layout: Layout,
+        #[comptime] b_layout: Layout,
+    ) -> Vector<f32, N> {
+        let pa = a.slice((a_start / 2) as usize, (a_start / 2) as usize + 1).as_ptr();
+        let pb = b.slice((b_start / 2) as usize, (b_start / 2) as usize + 1).as_ptr();
+        let c = c * Vector::<f32, N>::new(1.0f32);
+        let d: Vector<f32, N>;
+        gpu_asm!(
+            "{}// {} {} {} {}",
+            const mma_ptx(Kind::BF16, 2 * N::value() as u32, steps, a_layout, b_layout), out(_) d, in(_) c, in(_) pa, in(_) pb,
+            options(readonly)
+        );
+        d
+    }
+
+    /// As [`super::m64n_k16_f16::emulate`], each `k` step one bf16 step of the model.
+    #[cube]
+    #[allow(clippy::too_many_arguments)]
+    pub fn emulate<N: Size>(
+        a: &[bf16],
+        a_start: u32,
+        b: &[bf16],
+        b_start: u32,
+        c: Vector<f32, N>,
+        #[comptime] steps: u32,
+        #[comptime] a_layout: Layout,
+        #[comptime] b_layout: Layout,
+        #[comptime] target: Target,
+    ) -> Vector<f32, N> {
+        let model = comptime!(target.arms().and_then(crate::mma::f16_model));
+        let unit = UNIT_POS % WARPGROUP;
+        let (warp, g, t) = (unit / 32, (unit % 32) / 4, unit % 4);
+        let mut d = c;
+        #[unroll]
+        for r in 0..comptime!(N::value()) {
+            let row = 16 * warp + g + 8 * ((r as u32 / 2) % 2);
+            let col = 8 * (r as u32 / 4) + 2 * t + r as u32 % 2;
+            let mut sum = c.extract(r);
+            for s in 0..steps {
+                let mut xa = Array::<bf16>::new(16usize);
+                let mut xb = Array::<bf16>::new(16usize);
+                for i in 0..16u32 {
+                    let at_a = offset(a_start + s * comptime!(a_layout.k_step()), row, 2 * i, a_layout);
+                    let at_b = offset(b_start + s * comptime!(b_layout.k_step()), col, 2 * i, b_layout);
+                    xa[i as usize] = a[(at_a / 2) as usize];
+                    xb[i as usize] = b[(at_b / 2) as usize];
+                }
+                if comptime!(model.is_some()) {
+                    sum = crate::tensor_core::emulation::fused_dot_of::<bf16>(
+                        xa.as_slice(),
+                        0u32,
+                        xb.as_slice(),
+                        0u32,
+                        1u32,
+                        sum,
+                        Format::BF16,
                         comptime!(model.unwrap()),
                     );
                 } else {
@@ -595,5 +695,75 @@ pub fn wgmma_f16_swizzle128(a: &[f16], bt: &[f16], c: &mut [f32], #[comptime] ta
             }
         },
         default => tile_f16_scalar(a, bt, c, 64u32, 64u32),
+    }
+}
+
+/// Stores a `rows × k` bf16 tile into shared memory at `layout` (as [`store_tile_f16`]), read
+/// from `src` row-major (`transposed`: `src` holds the tile's columns, `k × rows` row-major).
+#[cube]
+fn store_tile_bf16(
+    src: &[bf16],
+    tile: &mut [bf16],
+    #[comptime] rows: u32,
+    #[comptime] k: u32,
+    #[comptime] transposed: bool,
+    #[comptime] layout: Layout,
+) {
+    for i in 0..comptime!((rows * k).div_ceil(WARPGROUP)) {
+        let idx = UNIT_POS + i * WARPGROUP;
+        if idx < rows * k {
+            let (r, kk) = (idx / k, idx % k);
+            let from = if comptime!(transposed) { kk * rows + r } else { idx };
+            tile[(offset(0u32, r, 2 * kk, layout) / 2) as usize] = src[from as usize];
+        }
+    }
+}
+
+/// bf16 `wgmma` on 128-byte-swizzled tiles, `N = 64`, four `k` steps; `c` is added to. Its
+/// `default` is [`portable::fused_step_bf16`] per output and 16 of `k`. `b` is given row-major
+/// (and transposed into the K-major tile): the proof's near-MAX values sit at the same
+/// positions of every input, so with `b` as `bᵀ` every output would hold products of two of
+/// them, past f32's range, and the group would compare infinities only; this way only every
+/// fourth column does.
+#[islands]
+#[cube]
+pub fn wgmma_bf16_swizzle128(a: &[bf16], b: &[bf16], c: &mut [f32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[bf16; 4096], b: &[bf16; 4096], c: &mut [f32; 4096]), cube_dim = 128,
+            contract = accumulation(64, "tensor cores add bf16 products in an order and internal precision NVIDIA does not specify",
+                                    exact_where = crate::mma::f16_modelled);
+        cuda if sm == 90 => {
+            let layout = comptime!(Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 });
+            let mut sa = Shared::<[bf16]>::new_aligned_slice(4096usize, 1024usize);
+            let mut sb = Shared::<[bf16]>::new_aligned_slice(4096usize, 1024usize);
+            store_tile_bf16(a, &mut sa, 64u32, 64u32, false, layout);
+            store_tile_bf16(b, &mut sb, 64u32, 64u32, true, layout);
+            fence_shared::call(target);
+            sync_cube();
+            let (warp, g, t) = (UNIT_POS / 32, (UNIT_POS % 32) / 4, UNIT_POS % 4);
+            let mut fc = Vector::<f32, Const<32>>::empty();
+            #[unroll]
+            for r in 0..32usize {
+                let (row, col) = (16 * warp + g + 8 * ((r as u32 / 2) % 2), 8 * (r as u32 / 4) + 2 * t + r as u32 % 2);
+                fc.insert(r, c[(row * 64 + col) as usize]);
+            }
+            let d = m64n_k16_bf16::call::<Const<32>>(&sa, 0u32, &sb, 0u32, fc, 4u32, layout, layout, target);
+            #[unroll]
+            for r in 0..32usize {
+                let (row, col) = (16 * warp + g + 8 * ((r as u32 / 2) % 2), 8 * (r as u32 / 4) + 2 * t + r as u32 % 2);
+                c[(row * 64 + col) as usize] = d.extract(r);
+            }
+        },
+        default => {
+            for j in 0..32u32 {
+                let e = UNIT_POS * 32 + j;
+                let (row, col) = (e / 64, e % 64);
+                let mut sum = c[e as usize];
+                for s in 0..4u32 {
+                    sum = portable::fused_step_bf16(a, row * 64 + 16 * s, b, 16 * s * 64 + col, 64u32, sum);
+                }
+                c[e as usize] = sum;
+            }
+        },
     }
 }

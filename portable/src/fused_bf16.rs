@@ -10,6 +10,13 @@
 
 use cubecl::prelude::*;
 
+/// A bf16's bits placed as its f32 value's, by integer operations (through a float conversion an
+/// optimizer may test a subnormal against zero as a float, and flush it).
+#[cube]
+fn f32_bits(v: half::bf16) -> u32 {
+    u32::cast_from(u16::reinterpret::<half::bf16>(v)) << 16
+}
+
 /// The significand of a bf16 given as its exact f32 value's bits (implicit bit set when normal),
 /// and its exponent in its own format (subnormals and zero at −126).
 #[cube]
@@ -43,8 +50,8 @@ pub fn fused_step_bf16(a: &[half::bf16], a_at: u32, b: &[half::bf16], b_at: u32,
     let mut live = false;
     let mut top = 0i32;
     for i in 0..16u32 {
-        let x = u32::reinterpret(f32::cast_from(a[(a_at + i) as usize]));
-        let y = u32::reinterpret(f32::cast_from(b[(b_at + i * ldb) as usize]));
+        let x = f32_bits(a[(a_at + i) as usize]);
+        let y = f32_bits(b[(b_at + i * ldb) as usize]);
         let (xm, ym) = (x & 0x7fff_ffff, y & 0x7fff_ffff);
         let negative = (x >> 31) != (y >> 31);
         if xm > 0x7f80_0000 || ym > 0x7f80_0000 {
@@ -81,8 +88,8 @@ pub fn fused_step_bf16(a: &[half::bf16], a_at: u32, b: &[half::bf16], b_at: u32,
         let lsb = e - 25;
         let mut s = 0i32;
         for i in 0..16u32 {
-            let x = u32::reinterpret(f32::cast_from(a[(a_at + i) as usize]));
-            let y = u32::reinterpret(f32::cast_from(b[(b_at + i * ldb) as usize]));
+            let x = f32_bits(a[(a_at + i) as usize]);
+            let y = f32_bits(b[(b_at + i * ldb) as usize]);
             let (sx, ex) = bf16_parts(x);
             let (sy, ey) = bf16_parts(y);
             let t = i32::cast_from(scaled(sx * sy, ex + ey - 14 - lsb));
@@ -100,7 +107,7 @@ pub fn fused_step_bf16(a: &[half::bf16], a_at: u32, b: &[half::bf16], b_at: u32,
         let s_mag = u32::cast_from(if s_negative { -s } else { s });
         let mut negative = s_negative;
         let mut mag = s_mag + tc;
-        if s_negative != c_negative {
+        if (s_negative && !c_negative) || (c_negative && !s_negative) {
             if s_mag >= tc {
                 mag = s_mag - tc;
             } else {

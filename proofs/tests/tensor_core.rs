@@ -7,6 +7,7 @@
 
 use cubecl::prelude::*;
 use island_intrinsics::portable;
+use island_intrinsics::tensor_core::emulation::fused_dot_of;
 use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
 use island_runtime::{Backend, Profile, Target};
 
@@ -24,7 +25,7 @@ fn emulated_bf16_tiles(a: &[half::bf16], b: &[half::bf16], c: &mut [f32], #[comp
     for j in 0..8u32 {
         let e = UNIT_POS * 8 + j;
         let (row, col) = (e / 16, e % 16);
-        c[(base + e) as usize] = island_intrinsics::tensor_core::emulation::fused_dot_of::<half::bf16>(
+        c[(base + e) as usize] = fused_dot_of::<half::bf16>(
             a,
             base + row * 16,
             b,
@@ -57,6 +58,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("tensor_core::bf16_emulation_and_portable_match_the_plain_model", bf16_matches_model),
         Trial::test("tensor_core::model_reproduces_h200_outputs", h200_outputs),
         Trial::test("tensor_core::directed_vectors", directed),
+        Trial::test("tensor_core::bf16_edge_vectors", bf16_edge_vectors),
     ]
     .into_iter()
     .map(|t| t.with_kind("tensor-core"))
@@ -296,6 +298,86 @@ fn directed() -> Result<(), Failed> {
     for (rule, got, want) in cases.into_iter().chain([("∞ · 0 is the canonical NaN", inf_zero, 0x7fff_ffff)]) {
         if got != want {
             return Err(format!("{rule}: got {got:#010x}, want {want:#010x}").into());
+        }
+    }
+    Ok(())
+}
+
+/// Vector `t` of `k` 16 bf16 values through the emulation (read from global memory and from a
+/// local array, as the `wgmma` emulation gathers them) and through the portable step.
+#[cube(launch)]
+fn bf16_vectors(a: &[half::bf16], b: &[half::bf16], c: &[f32], out: &mut [f32], #[comptime] model: FusedDot) {
+    let t = ABSOLUTE_POS as u32;
+    let n = c.len() as u32;
+    let mut xa = Array::<half::bf16>::new(16usize);
+    let mut xb = Array::<half::bf16>::new(16usize);
+    for i in 0..16u32 {
+        xa[i as usize] = a[(t * 16 + i) as usize];
+        xb[i as usize] = b[(t * 16 + i) as usize];
+    }
+    out[t as usize] = fused_dot_of::<half::bf16>(a, t * 16, b, t * 16, 1u32, c[t as usize], Format::BF16, model);
+    out[(n + t) as usize] =
+        fused_dot_of::<half::bf16>(xa.as_slice(), 0u32, xb.as_slice(), 0u32, 1u32, c[t as usize], Format::BF16, model);
+    out[(2 * n + t) as usize] = portable::fused_step_bf16(a, t * 16, b, t * 16, 1u32, c[t as usize]);
+}
+
+/// Vectors of bf16 edge values (zeros, subnormals, the smallest normal, MAX, ±1) with f32 edge
+/// accumulators: the emulation (both ways it is fed) and the portable step against the plain
+/// model. The tile set's classes draw from ranges; these are the extremes themselves, whose
+/// products reach 2^-266 and 2^255.
+fn bf16_edge_vectors() -> Result<(), Failed> {
+    let client = proofs::cpu()?;
+    let finite = |kind: island_runtime::ValueKind| -> Vec<u64> {
+        kind.edges().into_iter().filter(|&b| kind.is_finite(b)).collect()
+    };
+    let (e16, e32) = (finite(island_runtime::ValueKind::BF16), finite(island_runtime::ValueKind::F32));
+    let mut rng = island_runtime::inputs::Rng::new(0xbf16);
+    let n = 16384;
+    let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
+    for _ in 0..n {
+        for _ in 0..16 {
+            a.push(e16[rng.below(e16.len() as u64) as usize] as u16);
+            b.push(e16[rng.below(e16.len() as u64) as usize] as u16);
+        }
+        c.push(e32[rng.below(e32.len() as u64) as usize] as u32);
+    }
+    let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let out = client.create_from_slice(u32::as_bytes(&vec![0u32; 3 * n]));
+    // SAFETY: the buffers hold 16·n, 16·n, n and 3·n values of the kernel's types.
+    unsafe {
+        bf16_vectors::launch(
+            &client,
+            CubeCount::Static((n / 32) as u32, 1, 1),
+            CubeDim::new_1d(32),
+            BufferArg::from_raw_parts(client.create_from_slice(&bytes16(&a)), 16 * n),
+            BufferArg::from_raw_parts(client.create_from_slice(&bytes16(&b)), 16 * n),
+            BufferArg::from_raw_parts(client.create_from_slice(u32::as_bytes(&c)), n),
+            BufferArg::from_raw_parts(out.clone(), 3 * n),
+            FusedDot::SM90,
+        )
+    };
+    let got = u32::from_bytes(&island_runtime::readback::read(&client, out)?).to_vec();
+    let want: Vec<u32> = (0..n)
+        .map(|t| {
+            let v = |x: &[u16]| -> [u16; 16] { x[16 * t..16 * t + 16].try_into().expect("16 values") };
+            FusedDot::SM90.dot(Format::BF16, &v(&a), &v(&b), c[t])
+        })
+        .collect();
+    for (i, what) in ["emulation, from global memory", "emulation, from a local array", "portable::fused_step_bf16"]
+        .iter()
+        .enumerate()
+    {
+        let got = &got[i * n..(i + 1) * n];
+        if let Some(t) = (0..n).find(|&t| got[t] != want[t]) {
+            return Err(format!(
+                "bf16 edge vector {t}, {what}: {:#010x}, the plain model {:#010x}; a {:04x?}, b {:04x?}, c {:#010x}",
+                got[t],
+                want[t],
+                &a[16 * t..16 * t + 16],
+                &b[16 * t..16 * t + 16],
+                c[t]
+            )
+            .into());
         }
     }
     Ok(())

@@ -50,15 +50,32 @@ fn bf16_significand(bits: u32) -> u32 {
     if field != 0 { frac | 0x80 } else { frac }
 }
 
+/// The bits of an input's f32 value. A bf16's are its own bits shifted up, taken with integer
+/// operations: through a float conversion, an optimizer may turn the zero test of a bf16
+/// subnormal (an f32 subnormal) into a float comparison that flushes it.
+#[cube]
+fn input_bits<F: Float>(v: F, #[comptime] format: Format) -> u32 {
+    match comptime!(format) {
+        Format::F16 => u32::reinterpret(f32::cast_from(v)),
+        Format::BF16 => u32::cast_from(u16::reinterpret::<F>(v)) << 16,
+    }
+}
+
 /// The exponent and the significand of an input of `format`, from the bits of its f32 value.
 #[cube]
 fn exponent(bits: u32, #[comptime] format: Format) -> i32 {
-    if comptime!(format == Format::F16) { f16_exponent(bits) } else { bf16_exponent(bits) }
+    match comptime!(format) {
+        Format::F16 => f16_exponent(bits),
+        Format::BF16 => bf16_exponent(bits),
+    }
 }
 
 #[cube]
 fn significand(bits: u32, #[comptime] format: Format) -> u32 {
-    if comptime!(format == Format::F16) { f16_significand(bits) } else { bf16_significand(bits) }
+    match comptime!(format) {
+        Format::F16 => f16_significand(bits),
+        Format::BF16 => bf16_significand(bits),
+    }
 }
 
 /// `sig >> shift` (shift ≥ 1), the dropped bits cut as `model` says.
@@ -118,8 +135,8 @@ pub fn fused_dot_of<F: Float>(
 
     // Pass 1: specials and the largest exponent.
     for i in 0..16u32 {
-        let x = u32::reinterpret(f32::cast_from(a[(a_at + i) as usize]));
-        let y = u32::reinterpret(f32::cast_from(b[(b_at + i * ldb) as usize]));
+        let x = input_bits::<F>(a[(a_at + i) as usize], format);
+        let y = input_bits::<F>(b[(b_at + i * ldb) as usize], format);
         let x_special = ((x >> 23) & 0xff) == 0xff;
         let y_special = ((y >> 23) & 0xff) == 0xff;
         let x_zero = (x & 0x7fff_ffff) == 0;
@@ -163,8 +180,8 @@ pub fn fused_dot_of<F: Float>(
             }
         }
         for i in 0..16u32 {
-            let x = u32::reinterpret(f32::cast_from(a[(a_at + i) as usize]));
-            let y = u32::reinterpret(f32::cast_from(b[(b_at + i * ldb) as usize]));
+            let x = input_bits::<F>(a[(a_at + i) as usize], format);
+            let y = input_bits::<F>(b[(b_at + i * ldb) as usize], format);
             let sig = significand(x, format) * significand(y, format);
             if sig != 0 {
                 // The product's last bit weighs 2^(ea + eb − 20) (f16; − 14 for bf16).
@@ -183,13 +200,14 @@ pub fn fused_dot_of<F: Float>(
             // Round toward zero to 24 bits (or to 2^-149 below the normal range).
             let lead = lsb + 31 - i32::cast_from(m.leading_zeros());
             let keep = max(lead - 23, -149i32);
-            let mut sig = if keep >= lsb { m >> u32::cast_from(keep - lsb) } else { m << u32::cast_from(lsb - keep) };
-            if comptime!(format == Format::BF16) {
-                // A bf16 window may lie 32 bits or more below f32's smallest subnormal: all of
-                // it is cut (f16's never does).
-                if keep - lsb >= 32 {
-                    sig = 0u32;
-                }
+            // A bf16 window may lie 32 bits or more below f32's smallest subnormal: then all of
+            // it is cut (an f16 window never does).
+            let down = keep - lsb;
+            let mut sig = 0u32;
+            if down < 0 {
+                sig = m << u32::cast_from(-down);
+            } else if down < 32 {
+                sig = m >> u32::cast_from(down);
             }
             if lead > 127 {
                 bits = sign | 0x7f80_0000u32;

@@ -211,7 +211,9 @@ fn round_toward_zero(sum: i128, lsb: i32) -> u32 {
     }
     // The last bit the result keeps: 23 below the leading one, or 2^-149 for subnormals.
     let keep = (lead - 23).max(-149);
-    let sig = if keep >= lsb { m >> (keep - lsb) as u32 } else { m << (lsb - keep) as u32 } as u32;
+    // A bf16 sum's window may lie 128 bits or more below 2^-149: then all of it is cut.
+    let sig =
+        if keep >= lsb { m.checked_shr((keep - lsb) as u32).unwrap_or(0) } else { m << (lsb - keep) as u32 } as u32;
     if lead < -126 {
         return sign | sig;
     }
