@@ -699,45 +699,44 @@ pub fn wgmma_f16_swizzle128(a: &[f16], bt: &[f16], c: &mut [f32], #[comptime] ta
 }
 
 /// Stores a `rows × k` bf16 tile into shared memory at `layout` (as [`store_tile_f16`]), read
-/// from `src` row-major (`transposed`: `src` holds the tile's columns, `k × rows` row-major).
+/// from `src` holding its columns: `k × rows`, row-major.
 #[cube]
-fn store_tile_bf16(
+fn store_tile_bf16_transposed(
     src: &[bf16],
     tile: &mut [bf16],
     #[comptime] rows: u32,
     #[comptime] k: u32,
-    #[comptime] transposed: bool,
     #[comptime] layout: Layout,
 ) {
     for i in 0..comptime!((rows * k).div_ceil(WARPGROUP)) {
         let idx = UNIT_POS + i * WARPGROUP;
         if idx < rows * k {
             let (r, kk) = (idx / k, idx % k);
-            let from = if comptime!(transposed) { kk * rows + r } else { idx };
-            tile[(offset(0u32, r, 2 * kk, layout) / 2) as usize] = src[from as usize];
+            tile[(offset(0u32, r, 2 * kk, layout) / 2) as usize] = src[(kk * rows + r) as usize];
         }
     }
 }
 
 /// bf16 `wgmma` on 128-byte-swizzled tiles, `N = 64`, four `k` steps; `c` is added to. Its
-/// `default` is [`portable::fused_step_bf16`] per output and 16 of `k`. `b` is given row-major
-/// (and transposed into the K-major tile): the proof's near-MAX values sit at the same
-/// positions of every input, so with `b` as `bᵀ` every output would hold products of two of
-/// them, past f32's range, and the group would compare infinities only; this way only every
-/// fourth column does.
+/// `default` is [`portable::fused_step_bf16`] per output and 16 of `k`. `a` is given
+/// column-major and `b` row-major (both transposed into the K-major tiles): the proof's near-MAX
+/// values sit at every fourth position of every input, and a product of two of them, or of one
+/// and a value above 2, is past f32's range. Laid out along `k` they would meet in every output,
+/// which would compare infinities only; this way they fill every fourth row of `a` and column of
+/// `b`, and the other outputs stay finite.
 #[islands]
 #[cube]
-pub fn wgmma_bf16_swizzle128(a: &[bf16], b: &[bf16], c: &mut [f32], #[comptime] target: Target) {
+pub fn wgmma_bf16_swizzle128(at: &[bf16], b: &[bf16], c: &mut [f32], #[comptime] target: Target) {
     island! {
-        proof(a: &[bf16; 4096], b: &[bf16; 4096], c: &mut [f32; 4096]), cube_dim = 128,
+        proof(at: &[bf16; 4096], b: &[bf16; 4096], c: &mut [f32; 4096]), cube_dim = 128,
             contract = accumulation(64, "tensor cores add bf16 products in an order and internal precision NVIDIA does not specify",
                                     exact_where = crate::mma::f16_modelled);
         cuda if sm == 90 => {
             let layout = comptime!(Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 });
             let mut sa = Shared::<[bf16]>::new_aligned_slice(4096usize, 1024usize);
             let mut sb = Shared::<[bf16]>::new_aligned_slice(4096usize, 1024usize);
-            store_tile_bf16(a, &mut sa, 64u32, 64u32, false, layout);
-            store_tile_bf16(b, &mut sb, 64u32, 64u32, true, layout);
+            store_tile_bf16_transposed(at, &mut sa, 64u32, 64u32, layout);
+            store_tile_bf16_transposed(b, &mut sb, 64u32, 64u32, layout);
             fence_shared::call(target);
             sync_cube();
             let (warp, g, t) = (UNIT_POS / 32, (UNIT_POS % 32) / 4, UNIT_POS % 4);
@@ -760,7 +759,7 @@ pub fn wgmma_bf16_swizzle128(a: &[bf16], b: &[bf16], c: &mut [f32], #[comptime] 
                 let (row, col) = (e / 64, e % 64);
                 let mut sum = c[e as usize];
                 for s in 0..4u32 {
-                    sum = portable::fused_step_bf16(a, row * 64 + 16 * s, b, 16 * s * 64 + col, 64u32, sum);
+                    sum = portable::fused_step_bf16(at, 16 * s * 64 + row, 64u32, b, 16 * s * 64 + col, 64u32, sum);
                 }
                 c[e as usize] = sum;
             }

@@ -38,10 +38,11 @@ fn scaled(value: u32, shift: i32) -> u32 {
     if shift >= 0 { value << u32::cast_from(shift) } else { shift_right(value, u32::cast_from(-shift)) }
 }
 
-/// One fused step for bf16: `c + Σ_{i<16} a[a_at + i] · b[b_at + i·ldb]` as sm_90's tensor
+/// One fused step for bf16: `c + Σ_{i<16} a[a_at + i·lda] · b[b_at + i·ldb]` as sm_90's tensor
 /// cores add it (see the module docs).
 #[cube]
-pub fn fused_step_bf16(a: &[half::bf16], a_at: u32, b: &[half::bf16], b_at: u32, ldb: u32, c: f32) -> f32 {
+#[allow(clippy::too_many_arguments)]
+pub fn fused_step_bf16(a: &[half::bf16], a_at: u32, lda: u32, b: &[half::bf16], b_at: u32, ldb: u32, c: f32) -> f32 {
     let cb = u32::reinterpret(c);
     let c_mag = cb & 0x7fff_ffff;
     let mut nan = c_mag > 0x7f80_0000;
@@ -50,7 +51,7 @@ pub fn fused_step_bf16(a: &[half::bf16], a_at: u32, b: &[half::bf16], b_at: u32,
     let mut live = false;
     let mut top = 0i32;
     for i in 0..16u32 {
-        let x = f32_bits(a[(a_at + i) as usize]);
+        let x = f32_bits(a[(a_at + i * lda) as usize]);
         let y = f32_bits(b[(b_at + i * ldb) as usize]);
         let (xm, ym) = (x & 0x7fff_ffff, y & 0x7fff_ffff);
         let negative = (x >> 31) != (y >> 31);
@@ -88,7 +89,7 @@ pub fn fused_step_bf16(a: &[half::bf16], a_at: u32, b: &[half::bf16], b_at: u32,
         let lsb = e - 25;
         let mut s = 0i32;
         for i in 0..16u32 {
-            let x = f32_bits(a[(a_at + i) as usize]);
+            let x = f32_bits(a[(a_at + i * lda) as usize]);
             let y = f32_bits(b[(b_at + i * ldb) as usize]);
             let (sx, ex) = bf16_parts(x);
             let (sy, ey) = bf16_parts(y);

@@ -389,6 +389,35 @@ pub fn tile_in_k_order(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] target: 
     }
 }
 
+/// A bf16 tensor-core step emulated as a naive port would: products added in `k` order in f32.
+/// On sm_90, whose contract is bit equality with the measured model, it must be caught.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn bf16_step_in_k_order(a: &[half::bf16], b: &[half::bf16], c: &mut [f32], #[comptime] target: Target) {
+    island! {
+        proof(a: &[half::bf16; 256], b: &[half::bf16; 256], c: &mut [f32; 256]), cube_dim = 32,
+            contract = accumulation(16, "tensor-core accumulation", exact_where = mma::f16_modelled);
+        cuda if sm == 90 => {
+            for j in 0..8u32 {
+                let e = UNIT_POS * 8 + j;
+                let (row, col) = (e / 16, e % 16);
+                let mut sum = c[e as usize];
+                for i in 0..16u32 {
+                    sum += f32::cast_from(a[(row * 16 + i) as usize]) * f32::cast_from(b[(i * 16 + col) as usize]);
+                }
+                c[e as usize] = sum;
+            }
+        },
+        default => {
+            for j in 0..8u32 {
+                let e = UNIT_POS * 8 + j;
+                let (row, col) = (e / 16, e % 16);
+                c[e as usize] = portable::fused_step_bf16(a, row * 16, 1u32, b, col, 16u32, c[e as usize]);
+            }
+        },
+    }
+}
+
 // ---- wgmma: tiles stored in one layout and described to the tensor cores as another.
 
 /// A `wgmma` arm that stores its tiles row after row (128 bytes each) without the XOR the

@@ -46,7 +46,7 @@ fn portable_bf16_tiles(a: &[half::bf16], b: &[half::bf16], c: &mut [f32]) {
         let e = UNIT_POS * 8 + j;
         let (row, col) = (e / 16, e % 16);
         c[(base + e) as usize] =
-            portable::fused_step_bf16(a, base + row * 16, b, base + col, 16u32, c[(base + e) as usize]);
+            portable::fused_step_bf16(a, base + row * 16, 1u32, b, base + col, 16u32, c[(base + e) as usize]);
     }
 }
 
@@ -318,7 +318,7 @@ fn bf16_vectors(a: &[half::bf16], b: &[half::bf16], c: &[f32], out: &mut [f32], 
     out[t as usize] = fused_dot_of::<half::bf16>(a, t * 16, b, t * 16, 1u32, c[t as usize], Format::BF16, model);
     out[(n + t) as usize] =
         fused_dot_of::<half::bf16>(xa.as_slice(), 0u32, xb.as_slice(), 0u32, 1u32, c[t as usize], Format::BF16, model);
-    out[(2 * n + t) as usize] = portable::fused_step_bf16(a, t * 16, b, t * 16, 1u32, c[t as usize]);
+    out[(2 * n + t) as usize] = portable::fused_step_bf16(a, t * 16, 1u32, b, t * 16, 1u32, c[t as usize]);
 }
 
 /// Vectors of bf16 edge values (zeros, subnormals, the smallest normal, MAX, ±1) with f32 edge
