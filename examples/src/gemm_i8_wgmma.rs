@@ -389,6 +389,8 @@ fn block_wgmma_tma<N: Size>(
         acc.insert(r, 0i32);
     }
     if UNIT_POS == 0 {
+        tma::acquire_map::call(map_a, target);
+        tma::acquire_map::call(map_b, target);
         for s in 0..stages {
             if s < k_tiles {
                 load_stage_tma(a, map_a, &mut sa, bt, map_b, &mut sb, &mut bars, s, s, ya, yb, k, cfg, target);

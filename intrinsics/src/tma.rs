@@ -11,23 +11,52 @@
 //! `r · box_bytes` bytes from its start, each 16-byte chunk's bits 4… XORed with bits 7… of its
 //! offset (`log2(swizzle / 16)` of them).
 //!
-//! A pipeline: one unit calls [`crate::mbarrier::arrive_expect_tx`] with the box's bytes and
-//! [`load_2d`] on the same barrier; every unit [`crate::mbarrier::wait`]s for the phase. Before a
+//! A pipeline: the unit that issues the copies acquires each map once ([`acquire_map`]); per
+//! stage it calls [`crate::mbarrier::arrive_expect_tx`] with the box's bytes and [`load_2d`] on
+//! the same barrier; every unit [`crate::mbarrier::wait`]s for the phase. Before a
 //! slot is refilled, every unit must be done reading it (a cube barrier, or an "empty" barrier
 //! the producer waits for).
 //!
 //! Emulation: [`load_2d`] copies the box at once from the tensor it is given beside the map, by
-//! the calling unit. What it cannot catch: a map that describes another tensor or box than the
-//! `TILE` the call names (the CPU never reads the map), a wrong byte count (natively a wait that
-//! never completes, then a trap) or a slot refilled while it is still read. The conformance
-//! check ([`tma_load_2d`]: ten boxes in the four swizzle modes, out of bounds in rows, columns
-//! and both, native against emulation) covers the first two on the device, and a GEMM's
-//! whole-output comparison the last.
+//! the calling unit; [`acquire_map`] does nothing. What it cannot catch: a map that describes
+//! another tensor or box than the `TILE` the call names (the CPU never reads the map), a wrong
+//! byte count (natively a wait that never completes, then a trap), a slot refilled while it is
+//! still read, or a missing [`acquire_map`]. The conformance check ([`tma_load_2d`]: ten boxes
+//! in the four swizzle modes, out of bounds in rows, columns and both, native against emulation)
+//! covers the first two on the device, and a GEMM's whole-output comparison the third. A missing
+//! acquire shows only when the copy engine still holds an older map at that address, which no
+//! check here arranges: it is a rule of the API, stated here and at [`acquire_map`].
 
 use cubecl::prelude::*;
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
 use island_runtime::tensor_map::TmaTile;
+
+/// Makes the map the launch wrote to global memory visible to the copy engine, which reads it
+/// through its own proxy and caches it. The unit that issues [`load_2d`]s calls it once per map,
+/// before its first copy (a fence per copy would also invalidate the cached map each time).
+#[intrinsic(
+    name = "tma::acquire_map",
+    semantics = defined,
+    summary = "acquires a tensor map written before the launch for the copy engine's proxy, once per map (sm_90)",
+    check = crate::tma::tma_load_2d,
+    lowerings(cuda if sm >= 90 => "fence.proxy.tensormap::generic.acquire.gpu" sass "UTMACCTL"),
+)]
+pub mod acquire_map {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda(map: &[u32]) {
+        let tensor = map.slice(0, 1).as_ptr();
+        gpu_asm!("fence.proxy.tensormap::generic.acquire.gpu [{}], 128;", in(_) tensor);
+    }
+
+    /// Nothing: the emulated copy reads the tensor, not the map.
+    #[cube]
+    pub fn emulate(map: &[u32]) {
+        let _ = map;
+    }
+}
 
 /// Copies the box of `map` at column word `x` (16 bytes each) and row `y` to `tile`, starting
 /// at word `at`, completing on barrier `bar` of `bars`. `src` is the tensor `map` describes, as
@@ -43,9 +72,8 @@ pub mod load_2d {
     use cubecl::prelude::*;
     use island_runtime::tensor_map::TmaTile;
 
-    /// The CUDA lowering: the copy reads the tensor through the map. The map lives in global
-    /// memory, written before the launch, so the copy engine's view of it is acquired first
-    /// (`fence.proxy.tensormap`).
+    /// The CUDA lowering: the copy reads the tensor through the map (acquired once by
+    /// [`super::acquire_map`]).
     #[cube]
     pub fn cuda(tile: &mut [Vector<i32, Const<4>>], at: u32, map: &[u32], x: u32, y: u32, bars: &mut [u64], bar: u32) {
         let to = tile.slice_mut(at as usize, at as usize + 1).as_mut_ptr();
@@ -54,9 +82,8 @@ pub mod load_2d {
         let column = x * 16;
         gpu_asm!(
             "{{ .reg .u64 a, b; .reg .u32 d, s; cvta.to.shared.u64 a, {}; cvt.u32.u64 d, a; cvta.to.shared.u64 b, {}; cvt.u32.u64 s, b; \
-             fence.proxy.tensormap::generic.acquire.gpu [{}], 128; \
              cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [d], [{}, {{{}, {}}}], [s]; }}",
-            in(_) to, in(_) barrier, in(_) tensor, in(_) tensor, in(_) column, in(_) y
+            in(_) to, in(_) barrier, in(_) tensor, in(_) column, in(_) y
         );
     }
 
@@ -186,6 +213,10 @@ pub fn tma_load_2d(
             let mut bars = Shared::<[u64]>::new_aligned_slice(1usize, 8usize);
             if UNIT_POS == 0 {
                 crate::mbarrier::init::call(&mut bars, 0, 1, target);
+                acquire_map::call(map_128, target);
+                acquire_map::call(map_64, target);
+                acquire_map::call(map_32, target);
+                acquire_map::call(map_plain, target);
             }
             sync_cube();
             copy_box(&mut tile, &mut bars, map_128, src, out, 0u32, 0u32, 0u32, BOX_128, target);

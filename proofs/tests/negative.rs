@@ -538,6 +538,7 @@ pub fn tma_box_read_unswizzled(
             let mut bars = Shared::<[u64]>::new_aligned_slice(1usize, 8usize);
             if UNIT_POS == 0 {
                 mbarrier::init::call(&mut bars, 0, 1u32, target);
+                tma::acquire_map::call(map, target);
             }
             sync_cube();
             if UNIT_POS == 0 {
