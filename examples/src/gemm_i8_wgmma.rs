@@ -322,7 +322,7 @@ fn load_stage_tma(
 ) {
     let bytes = comptime!((cfg.block_m() + cfg.block_n) * STAGE_K);
     let words = comptime!(STAGE_K / 16);
-    mbarrier::arrive_expect_tx::call(bars, slot, bytes, target);
+    tma::arrive_expect_tx::call(bars, slot, bytes, target);
     tma::load_2d::call(
         sa,
         slot * comptime!(cfg.a_stage_chunks()),

@@ -9,16 +9,16 @@
 //! starts. Phases alternate parity 0, 1, 0, …; [`wait`] for parity `p` returns once the latest
 //! phase of parity `p` completed (the `k`-th use of a slot waits for parity `k % 2`).
 //!
-//! Emulation, and its contract: [`wait`] is a cube barrier, and [`init`], [`arrive`],
-//! [`arrive_on_copies`] and [`arrive_expect_tx`] do nothing. So **every unit of the cube must
+//! Emulation, and its contract: [`wait`] is a cube barrier, and [`init`], [`arrive`] and
+//! [`arrive_on_copies`] (and `tma.rs`'s arrival that expects a copy's bytes) do nothing. So **every unit of the cube must
 //! call [`wait`] at the same point, for the same barrier and phase** (the pipelines here do),
 //! which makes the emulation order every access the hardware orders, and more. What it cannot
 //! catch: a missing [`arrive`], a wrong arrival count, byte count or parity (natively a wait that
 //! never completes, or one that completes a phase early). The native wait is written to end the
 //! kernel with `trap` after 2^22 polls rather than hang (no device run has exercised that). The
 //! conformance checks ([`mbarrier_pipeline`], six stages through two slots, every parity twice;
-//! [`crate::tma::tma_load_2d`], ten copies through one barrier; native against emulation) and
-//! the GEMMs' whole-output comparisons cover those on the device.
+//! `tma.rs`'s, ten copies through one barrier; native against emulation) and the GEMMs'
+//! whole-output comparisons cover those on the device.
 
 use cubecl::prelude::*;
 use island_runtime::intrinsic;
@@ -144,36 +144,6 @@ pub mod arrive_on_copies {
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32) {
         let _ = (bars, index);
-    }
-}
-
-/// One arrival on barrier `index`'s current phase that also makes the phase wait for `bytes` more
-/// bytes of asynchronous copies completing on it (a [`crate::tma::load_2d`]'s box). The unit that
-/// issues the copies calls it, before or after issuing them, once per phase.
-#[intrinsic(
-    name = "mbarrier::arrive_expect_tx",
-    semantics = defined,
-    summary = "one mbarrier arrival that also expects `bytes` of asynchronous copies on the phase (sm_90)",
-    check = crate::tma::tma_load_2d,
-    lowerings(cuda if sm >= 90 => "mbarrier.arrive.expect_tx.shared::cta.b64" sass "SYNCS.ARRIVE.TRANS64"),
-)]
-pub mod arrive_expect_tx {
-    use cubecl::prelude::*;
-
-    #[cube]
-    pub fn cuda(bars: &mut [u64], index: u32, bytes: u32) {
-        let at = bars.slice_mut(index as usize, index as usize + 1).as_mut_ptr();
-        gpu_asm!(
-            "{{ .reg .u64 a, st; .reg .u32 s; cvta.to.shared.u64 a, {}; cvt.u32.u64 s, a; mbarrier.arrive.expect_tx.shared::cta.b64 st, [s], {}; }}",
-            in(_) at, in(_) bytes
-        );
-    }
-
-    /// Nothing: the emulated copies are complete already, and the emulated wait is a cube
-    /// barrier.
-    #[cube]
-    pub fn emulate(bars: &mut [u64], index: u32, bytes: u32) {
-        let _ = (bars, index, bytes);
     }
 }
 

@@ -12,7 +12,7 @@
 //! offset (`log2(swizzle / 16)` of them).
 //!
 //! A pipeline: the unit that issues the copies acquires each map once ([`acquire_map`]); per
-//! stage it calls [`crate::mbarrier::arrive_expect_tx`] with the box's bytes and [`load_2d`] on
+//! stage it calls [`arrive_expect_tx`] with the box's bytes and [`load_2d`] on
 //! the same barrier; every unit [`crate::mbarrier::wait`]s for the phase. Before a
 //! slot is refilled, every unit must be done reading it (a cube barrier, or an "empty" barrier
 //! the producer waits for).
@@ -55,6 +55,36 @@ pub mod acquire_map {
     #[cube]
     pub fn emulate(map: &[u32]) {
         let _ = map;
+    }
+}
+
+/// One arrival on barrier `index`'s current phase that also makes the phase wait for `bytes` more
+/// bytes of asynchronous copies completing on it (a [`load_2d`]'s box). The unit that
+/// issues the copies calls it, before or after issuing them, once per phase.
+#[intrinsic(
+    name = "mbarrier::arrive_expect_tx",
+    semantics = defined,
+    summary = "one mbarrier arrival that also expects `bytes` of asynchronous copies on the phase (sm_90)",
+    check = crate::tma::tma_load_2d,
+    lowerings(cuda if sm >= 90 => "mbarrier.arrive.expect_tx.shared::cta.b64" sass "SYNCS.ARRIVE.TRANS64"),
+)]
+pub mod arrive_expect_tx {
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn cuda(bars: &mut [u64], index: u32, bytes: u32) {
+        let at = bars.slice_mut(index as usize, index as usize + 1).as_mut_ptr();
+        gpu_asm!(
+            "{{ .reg .u64 a, st; .reg .u32 s; cvta.to.shared.u64 a, {}; cvt.u32.u64 s, a; mbarrier.arrive.expect_tx.shared::cta.b64 st, [s], {}; }}",
+            in(_) at, in(_) bytes
+        );
+    }
+
+    /// Nothing: the emulated copies are complete already, and the emulated wait is a cube
+    /// barrier.
+    #[cube]
+    pub fn emulate(bars: &mut [u64], index: u32, bytes: u32) {
+        let _ = (bars, index, bytes);
     }
 }
 
@@ -155,7 +185,7 @@ fn copy_box(
     #[comptime] target: Target,
 ) {
     if UNIT_POS == 0 {
-        crate::mbarrier::arrive_expect_tx::call(bars, 0, comptime!(layout.box_size()), target);
+        arrive_expect_tx::call(bars, 0, comptime!(layout.box_size()), target);
         load_2d::call(tile, 0, map, src, x, y, bars, 0, layout, target);
     }
     crate::mbarrier::wait::call(bars, 0, comptime!(n % 2), target);

@@ -542,7 +542,7 @@ pub fn tma_box_read_unswizzled(
             }
             sync_cube();
             if UNIT_POS == 0 {
-                mbarrier::arrive_expect_tx::call(&mut bars, 0, 1024u32, target);
+                tma::arrive_expect_tx::call(&mut bars, 0, 1024u32, target);
                 tma::load_2d::call(&mut tile, 0, map, src, 2u32, 3u32, &mut bars, 0, tma::BOX_128, target);
             }
             mbarrier::wait::call(&mut bars, 0, 0u32, target);
