@@ -233,7 +233,19 @@ pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -
 /// lavapipe (adapter `llvmpipe`) a kernel whose SPIR-V declares workgroup memory is refused
 /// with this reason instead of launched. Other Vulkan drivers run such kernels: NVIDIA's does
 /// (`docs/conformance.md`), and a crash elsewhere is to be recorded per device, not assumed.
+///
+/// Nor is a kernel launched whose inputs or value are of a type the runtime reports no support
+/// for (bf16 on a Vulkan driver without `VK_KHR_shader_bfloat16`): a driver may reject its
+/// shader, and lavapipe then loses the device for every later launch.
 pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -> Option<String> {
+    let kinds = lifted.params.iter().map(|p| p.kind).chain(lifted.output);
+    if let Some(kind) = kinds.into_iter().find(|k| !client.properties().supports_type(k.elem_type())) {
+        return Some(format!(
+            "{NOT_LAUNCHED}the kernel reads or writes {} values, which `{}` reports no support for",
+            kind.name(),
+            client.name()
+        ));
+    }
     if client.name() != "wgpu<spirv>" || !crate::quirks::crashes_on_shared_memory(&client.properties().identity.name) {
         return None;
     }
@@ -245,7 +257,10 @@ pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -
     }
 }
 
-/// The reason [`launch_hazard`] gives.
+/// How every reason [`launch_hazard`] gives begins.
+pub const NOT_LAUNCHED: &str = "not launched: ";
+
+/// The reason [`launch_hazard`] gives for shared memory on lavapipe.
 pub const SHARED_MEMORY_ON_SPIRV: &str = "not launched: the kernel uses shared memory, for which CubeCL 0.11's \
      SPIR-V compiler emits invalid code that crashes lavapipe (a segfault)";
 

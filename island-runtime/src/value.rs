@@ -22,6 +22,27 @@ pub enum ValueKind {
     F64,
 }
 
+impl ValueKind {
+    /// CubeCL's element type of the same kind (what a runtime's properties say it supports).
+    pub fn elem_type(self) -> cubecl_ir::ElemType {
+        use cubecl_ir::{ElemType, FloatKind, IntKind, UIntKind};
+        match self {
+            ValueKind::I8 => ElemType::Int(IntKind::I8),
+            ValueKind::U8 => ElemType::UInt(UIntKind::U8),
+            ValueKind::I16 => ElemType::Int(IntKind::I16),
+            ValueKind::U16 => ElemType::UInt(UIntKind::U16),
+            ValueKind::I32 => ElemType::Int(IntKind::I32),
+            ValueKind::U32 => ElemType::UInt(UIntKind::U32),
+            ValueKind::I64 => ElemType::Int(IntKind::I64),
+            ValueKind::U64 => ElemType::UInt(UIntKind::U64),
+            ValueKind::F16 => ElemType::Float(FloatKind::F16),
+            ValueKind::BF16 => ElemType::Float(FloatKind::BF16),
+            ValueKind::F32 => ElemType::Float(FloatKind::F32),
+            ValueKind::F64 => ElemType::Float(FloatKind::F64),
+        }
+    }
+}
+
 /// A type an island's proof signature may name (`proof(a: i32) -> f32`): a scalar, or a
 /// vector of `WIDTH` scalars (`Vector<i32, Const<4>>`), generated and compared scalar by scalar.
 pub trait ProofValue {
