@@ -400,7 +400,10 @@ fn gemm(
     // The TMA variants' tensor maps, encoded once, outside the timed dispatches.
     let maps = gemm_i8_wgmma::Blocks::ALL
         .iter()
-        .map(|b| gemm_i8_wgmma::Maps::new(client, (&ah, &bth), (m, k, n), b.config()))
+        .map(|b| {
+            let cfg = b.config();
+            cfg.pipeline.reads_maps().then(|| gemm_i8_wgmma::Maps::new(client, (&ah, &bth), (m, k, n), cfg)).transpose()
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let mut wg_runs: Vec<_> = gemm_i8_wgmma::Blocks::ALL
@@ -412,7 +415,7 @@ fn gemm(
             let (ah, bth) = (&ah, &bth);
             move || {
                 let launched = unsafe {
-                    gemm_i8_wgmma::launch_blocks(client, (ah, bth, out), (m, k, n), blocks, Some(maps), native)
+                    gemm_i8_wgmma::launch_blocks(client, (ah, bth, out), (m, k, n), blocks, maps.as_ref(), native)
                 };
                 launched.expect("maps encoded above")
             }

@@ -19,7 +19,7 @@
 use crate::error::ShapeError;
 use cubecl::prelude::*;
 use island_intrinsics::wgmma::{self, Layout, Swizzle, WARPGROUP};
-use island_intrinsics::{cp_async, mbarrier, portable, tma};
+use island_intrinsics::{cp_async, mbarrier, portable, tma, wgmma_loop};
 use island_runtime::prelude::*;
 use island_runtime::tensor_map::{self, TensorMapError, TmaTile};
 
@@ -50,6 +50,18 @@ pub enum Pipeline {
     /// that one unit issues, completing on the "full" barrier by their bytes: no unit computes a
     /// copy's address, and no copy passes through registers.
     Tma,
+    /// As [`Pipeline::Tma`], the whole `k` loop one intrinsic
+    /// ([`island_intrinsics::wgmma_loop`]) whose accumulators stay in flight: each stage's
+    /// `wgmma`s run while the warpgroup waits for the next stage, and only unit 0 waits for a
+    /// slot to be read before refilling it.
+    TmaLoop,
+}
+
+impl Pipeline {
+    /// Whether the kernel reads its operands through tensor maps ([`Maps`]).
+    pub const fn reads_maps(self) -> bool {
+        matches!(self, Pipeline::Tma | Pipeline::TmaLoop)
+    }
 }
 
 /// Bytes of `k` per stage: one 128-byte swizzled row.
@@ -98,6 +110,15 @@ pub const CONFIG_TMA: Config = Config { warpgroups: 4, block_n: 128, stages: 4, 
 /// The configuration [`gemm_i8_wgmma_tma_m128`] launches with: [`CONFIG_M128`]'s blocks on the
 /// TMA pipeline.
 pub const CONFIG_TMA_M128: Config = Config { warpgroups: 2, block_n: 128, stages: 3, pipeline: Pipeline::Tma };
+
+/// The configuration [`gemm_i8_wgmma_tma_loop`] launches with: [`CONFIG`]'s blocks, four
+/// stages, on the [`Pipeline::TmaLoop`] pipeline.
+pub const CONFIG_TMA_LOOP: Config = Config { warpgroups: 4, block_n: 128, stages: 4, pipeline: Pipeline::TmaLoop };
+
+/// The configuration [`gemm_i8_wgmma_tma_loop_m128`] launches with: 128×128 blocks, three
+/// stages (96 KiB, so two cubes share a multiprocessor and one's stores overlap the other's
+/// loop), on the [`Pipeline::TmaLoop`] pipeline.
+pub const CONFIG_TMA_LOOP_M128: Config = Config { warpgroups: 2, block_n: 128, stages: 3, pipeline: Pipeline::TmaLoop };
 
 /// The TMA box of one stage of `a` (`k` bytes a row): the block's rows × [`STAGE_K`] bytes, at
 /// [`LAYOUT`] (the 128-byte swizzle).
@@ -430,6 +451,49 @@ fn block_wgmma_tma<N: Size>(
     store_acc::<N>(acc, c, n);
 }
 
+/// The block on tensor cores through the [`Pipeline::TmaLoop`] pipeline: one call of the loop
+/// intrinsic, then the fragment stored. `a` and `bt` are the whole operands, the block's first row
+/// of each at `ya` and `yb`.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn block_wgmma_tma_loop<N: Size>(
+    a: &[Word],
+    map_a: &[u32],
+    ya: u32,
+    bt: &[Word],
+    map_b: &[u32],
+    yb: u32,
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
+) {
+    let stages = comptime!(cfg.stages);
+    let mut tiles = Shared::<[Word]>::new_aligned_slice(
+        comptime!((stages * (cfg.a_stage_chunks() + cfg.b_stage_chunks())) as usize),
+        1024usize,
+    );
+    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!((2 * stages) as usize), 8usize);
+    let acc = wgmma_loop::tma_s8::call::<N>(
+        &mut tiles,
+        &mut bars,
+        a,
+        map_a,
+        ya,
+        bt,
+        map_b,
+        yb,
+        Vector::<i32, N>::new(0i32),
+        comptime!(k / STAGE_K),
+        stages,
+        comptime!(tile_a(k, cfg)),
+        comptime!(tile_b(k, cfg)),
+        target,
+    );
+    store_acc::<N>(acc, c, n);
+}
+
 /// Writes a warpgroup's accumulator fragment into the block of `c`.
 #[cube]
 fn store_acc<N: Size>(acc: Vector<i32, N>, c: &mut [Pair], #[comptime] n: u32) {
@@ -600,6 +664,57 @@ pub fn gemm_i8_wgmma_tma_m128(
     }
 }
 
+/// The GEMM on [`CONFIG_TMA_LOOP`]'s blocks, as [`gemm_i8_wgmma_tma`].
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma_tma_loop(
+    a: &[Word],
+    bt: &[Word],
+    map_a: &[u32],
+    map_b: &[u32],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+) {
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA_LOOP);
+    let (ya, yb) = (CUBE_POS_Y * comptime!(CONFIG_TMA_LOOP.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA_LOOP.block_n));
+    let c_block = &mut c[oc..];
+    island! {
+        proof(a: &[Vector<i32, Const<4>>; 10240], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP)),
+              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP)),
+              c_block: &mut [Vector<i32, Const<2>>; 16384], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
+              k: u32 = 640, n: u32 = 128), cube_dim = 512;
+        cuda if sm == 90 => block_wgmma_tma_loop::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA_LOOP, target),
+        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA_LOOP),
+    }
+}
+
+/// The GEMM on [`CONFIG_TMA_LOOP_M128`]'s blocks, as [`gemm_i8_wgmma_tma`].
+#[islands]
+#[cube(launch)]
+pub fn gemm_i8_wgmma_tma_loop_m128(
+    a: &[Word],
+    bt: &[Word],
+    map_a: &[u32],
+    map_b: &[u32],
+    c: &mut [Pair],
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+) {
+    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA_LOOP_M128);
+    let (ya, yb) =
+        (CUBE_POS_Y * comptime!(CONFIG_TMA_LOOP_M128.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA_LOOP_M128.block_n));
+    let c_block = &mut c[oc..];
+    island! {
+        proof(a: &[Vector<i32, Const<4>>; 5120], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP_M128)),
+              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP_M128)),
+              c_block: &mut [Vector<i32, Const<2>>; 8192], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
+              k: u32 = 640, n: u32 = 128), cube_dim = 256;
+        cuda if sm == 90 => block_wgmma_tma_loop::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA_LOOP_M128, target),
+        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA_LOOP_M128),
+    }
+}
+
 /// The tensor maps of a TMA variant's operands, encoded once for their buffers: each one 128
 /// bytes in a buffer of its own, as the kernel reads it.
 pub struct Maps {
@@ -671,17 +786,24 @@ pub enum Blocks {
     M256N128Tma,
     /// [`CONFIG_TMA_M128`]: 128×128, two warpgroups, TMA boxes and mbarriers.
     M128N128Tma,
+    /// [`CONFIG_TMA_LOOP`]: 256×128, four warpgroups, TMA boxes, `wgmma`s in flight.
+    M256N128TmaLoop,
+    /// [`CONFIG_TMA_LOOP_M128`]: 128×128, two warpgroups, TMA boxes, `wgmma`s in flight, two
+    /// cubes per multiprocessor.
+    M128N128TmaLoop,
 }
 
 impl Blocks {
     /// Every variant, in the order the bench lists them.
-    pub const ALL: [Blocks; 6] = [
+    pub const ALL: [Blocks; 8] = [
         Blocks::M256N128,
         Blocks::M128N256,
         Blocks::M256N128Mbarrier,
         Blocks::M128N128Mbarrier,
         Blocks::M256N128Tma,
         Blocks::M128N128Tma,
+        Blocks::M256N128TmaLoop,
+        Blocks::M128N128TmaLoop,
     ];
 
     pub const fn config(self) -> Config {
@@ -692,6 +814,8 @@ impl Blocks {
             Blocks::M128N128Mbarrier => CONFIG_M128,
             Blocks::M256N128Tma => CONFIG_TMA,
             Blocks::M128N128Tma => CONFIG_TMA_M128,
+            Blocks::M256N128TmaLoop => CONFIG_TMA_LOOP,
+            Blocks::M128N128TmaLoop => CONFIG_TMA_LOOP_M128,
         }
     }
 
@@ -702,6 +826,7 @@ impl Blocks {
             Pipeline::CubeBarrier => "cube barrier",
             Pipeline::Mbarrier => "mbarriers",
             Pipeline::Tma => "TMA, mbarriers",
+            Pipeline::TmaLoop => "TMA, wgmma in flight",
         };
         format!("{}×{} blocks, {}", cfg.block_m(), cfg.block_n, pipeline)
     }
@@ -725,8 +850,8 @@ pub unsafe fn launch_blocks(
     let count = CubeCount::Static((n as u32) / cfg.block_n, (m as u32) / cfg.block_m(), 1);
     let dim = CubeDim::new_1d(cfg.units());
     let encoded;
-    let maps = match (cfg.pipeline, maps) {
-        (Pipeline::Tma, None) => {
+    let maps = match (cfg.pipeline.reads_maps(), maps) {
+        (true, None) => {
             encoded = Maps::new(client, (a, bt), (m, k, n), cfg)?;
             Some(&encoded)
         }
@@ -763,6 +888,14 @@ pub unsafe fn launch_blocks(
         Blocks::M128N128Tma => {
             let (ma, mb) = map_args();
             gemm_i8_wgmma_tma_m128::launch_with(client, count, dim, a, bt, ma, mb, c, k, n, target)
+        }
+        Blocks::M256N128TmaLoop => {
+            let (ma, mb) = map_args();
+            gemm_i8_wgmma_tma_loop::launch_with(client, count, dim, a, bt, ma, mb, c, k, n, target)
+        }
+        Blocks::M128N128TmaLoop => {
+            let (ma, mb) = map_args();
+            gemm_i8_wgmma_tma_loop_m128::launch_with(client, count, dim, a, bt, ma, mb, c, k, n, target)
         }
     }
     Ok(())

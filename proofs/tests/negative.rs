@@ -8,8 +8,9 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma};
+use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma, wgmma_loop};
 use island_runtime::prelude::*;
+use island_runtime::tensor_map::TmaTile;
 
 /// A dp4a arm that forgets to sign-extend the bytes it unpacks.
 #[cube]
@@ -552,6 +553,60 @@ pub fn tma_box_read_unswizzled(
             // Box word `UNIT_POS`: row `UNIT_POS / 8`, chunk `UNIT_POS % 8`, of the box at
             // (2 words, 3 rows) of a tensor with 16 words a row.
             out[UNIT_POS as usize] = src[((3 + UNIT_POS / 8) * 16 + 2 + UNIT_POS % 8) as usize];
+        },
+    }
+}
+
+/// The boxes of [`wgmma_loop_one_stage_short`]: 64 rows of `a`, 8 of `bᵀ`, 384 bytes of `k`.
+pub const SHORT_A: TmaTile = TmaTile { row_bytes: 384, box_rows: 64, box_bytes: 128, swizzle: 128 };
+pub const SHORT_B: TmaTile = TmaTile { row_bytes: 384, box_rows: 8, box_bytes: 128, swizzle: 128 };
+
+/// A TMA-fed `wgmma` loop told one stage fewer than `k` holds: the last 128 bytes of every row
+/// never reach the products.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn wgmma_loop_one_stage_short(
+    a: &[Vector<i32, Const<4>>],
+    map_a: &[u32],
+    bt: &[Vector<i32, Const<4>>],
+    map_b: &[u32],
+    c: &mut [i32],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(
+            a: &[Vector<i32, Const<4>>; 1536],
+            map_a: tensor_map(a, crate::negative::SHORT_A),
+            bt: &[Vector<i32, Const<4>>; 192],
+            map_b: tensor_map(bt, crate::negative::SHORT_B),
+            c: &mut [i32; 512],
+        ), cube_dim = 128;
+        cuda if sm == 90 => {
+            let mut tiles = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(1152usize, 1024usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(4usize, 8usize);
+            let d = wgmma_loop::tma_s8::call::<Const<4>>(
+                &mut tiles, &mut bars, a, map_a, 0u32, bt, map_b, 0u32, Vector::<i32, Const<4>>::new(0i32),
+                2u32, 2u32, SHORT_A, SHORT_B, target,
+            );
+            let (warp, g, t) = (UNIT_POS / 32, (UNIT_POS % 32) / 4, UNIT_POS % 4);
+            #[unroll]
+            for r in 0..4u32 {
+                let (row, col) = (16 * warp + g + 8 * ((r / 2) % 2), 2 * t + r % 2);
+                c[(row * 8 + col) as usize] = d.extract(r as usize);
+            }
+        },
+        default => {
+            for j in 0..4u32 {
+                let e = UNIT_POS * 4 + j;
+                let (row, col) = (e / 8, e % 8);
+                let mut sum = 0i32;
+                for w in 0..96u32 {
+                    let x = a[(row * 24 + w / 4) as usize].extract_dynamic((w % 4) as usize);
+                    let y = bt[(col * 24 + w / 4) as usize].extract_dynamic((w % 4) as usize);
+                    sum = portable::dot4_i8(x, y, sum);
+                }
+                c[e as usize] = sum;
+            }
         },
     }
 }
