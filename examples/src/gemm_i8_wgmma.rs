@@ -18,7 +18,7 @@
 
 use crate::error::ShapeError;
 use cubecl::prelude::*;
-use island_intrinsics::wgmma::{self, Layout, Swizzle, WARPGROUP};
+use island_intrinsics::wgmma::{self, WARPGROUP};
 use island_intrinsics::{cp_async, mbarrier, portable, tma, wgmma_loop};
 use island_runtime::prelude::*;
 use island_runtime::tensor_map::{self, TensorMapError, TmaTile};
@@ -64,12 +64,9 @@ impl Pipeline {
     }
 }
 
-/// Bytes of `k` per stage: one 128-byte swizzled row.
-pub const STAGE_K: u32 = 128;
-
-/// The stages' layout: rows of 128 bytes of `k`, 16-byte chunks XORed with the row's low three
-/// bits, 8-row groups 1 KiB apart (`wgmma`'s 128-byte swizzle).
-pub const LAYOUT: Layout = Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 };
+/// Bytes of `k` per stage (one 128-byte swizzled row), and the stages' layout, as the loop
+/// intrinsic lays them out.
+pub use island_intrinsics::wgmma_loop::{LAYOUT, STAGE_K};
 
 impl Config {
     pub const fn block_m(&self) -> u32 {

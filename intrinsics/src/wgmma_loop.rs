@@ -1,7 +1,6 @@
-//! A warpgroup's whole `k` loop on Hopper, in one asm statement: TMA boxes
-//! ([`crate::tma`]) fill a ring of shared-memory stages, each warpgroup runs its `wgmma`s
-//! ([`crate::wgmma`]) on every stage, and [`crate::mbarrier`] barriers pass the stages between
-//! them. One intrinsic because of what CubeCL 0.11's inline asm cannot express: between two asm
+//! A cube's whole `k` loop on Hopper, in one asm statement: TMA boxes ([`crate::tma`]) fill a
+//! ring of shared-memory stages, each warpgroup runs its `wgmma`s ([`crate::wgmma`]) on every
+//! stage, and [`crate::mbarrier`] barriers pass the stages between them. One intrinsic because of what CubeCL 0.11's inline asm cannot express: between two asm
 //! statements the C++ compiler owns the accumulator registers, so a `wgmma` call must wait for
 //! its instructions before it returns ([`crate::wgmma`]'s module docs). Inside one statement the
 //! accumulators stay in the statement's own registers for the whole loop, so each stage's
