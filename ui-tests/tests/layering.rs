@@ -24,7 +24,7 @@ fn workspace() -> PathBuf {
 }
 
 /// The workspace's crates with sources: every `Cargo.toml` beside a `src/` outside `target/`
-/// and `patches/` (copies of published crates, not ours).
+/// and `patches/` (published crates with our diffs applied, not ours).
 fn crates() -> Vec<Crate> {
     fn find(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {

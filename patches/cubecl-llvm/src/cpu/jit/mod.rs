@@ -1,2 +1,0 @@
-pub mod data;
-pub mod engine;

@@ -1,3 +1,0 @@
-//! The server contract, re-exported from `cubecl-runtime`.
-
-pub use cubecl_runtime::server::*;
