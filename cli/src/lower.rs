@@ -31,7 +31,8 @@ fn show(filter: &str, backend: Backend) -> Result<Outcome, CliError> {
     let host = RuntimeName::Cpu.client()?;
     for &entry in registry::arms().iter().filter(|e| e.name().contains(filter)) {
         let island_runtime::lifted::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
-        let Some(profile) = Profile::references(backend).into_iter().find(|p| island_runtime::proof::selects(entry, p))
+        let Some(profile) =
+            Profile::references(backend).into_iter().find(|p| island_runtime::tag::registry::selects(entry, p))
         else {
             continue;
         };

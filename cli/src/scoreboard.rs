@@ -9,7 +9,7 @@
 use crate::error::{CliError, Outcome};
 use crate::gate::ledgers;
 use cubecl::prelude::Client;
-use island_runtime::gate::code_hashes;
+use island_runtime::codegen::code_hash::code_hashes;
 use island_runtime::lowering::Codegen;
 use island_runtime::record::{Decision, Record};
 use island_runtime::runtimes::RuntimeName;
@@ -103,8 +103,8 @@ pub fn cells(host: &Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
         for device in &devices {
             let label = entry.label();
             let record = records.iter().find(|r| r.island == entry.site.id && r.arm == label && r.device == *device);
-            let selected =
-                island_runtime::gate::hash_profile(device).is_some_and(|p| island_runtime::proof::selects(entry, &p));
+            let selected = island_runtime::codegen::code_hash::hash_profile(device)
+                .is_some_and(|p| island_runtime::tag::registry::selects(entry, &p));
             let (status, detail) = match record {
                 None if !selected => ("-", "the device does not select this arm".to_string()),
                 None => ("unverified", "no record".to_string()),

@@ -1,7 +1,7 @@
 //! Correctly rounded division, square root and fused multiply-add as islands any kernel can
 //! call: the same bits on every backend. CUDA takes its own `/` and `sqrt`, which NVRTC compiles, without fast math, to
 //! `div.rn.f32` and `sqrt.rn.f32`; every other backend takes `default`, the integer formulation
-//! of [`crate::portable`], because its native operations are not promised correctly rounded
+//! of [`island_portable`], because its native operations are not promised correctly rounded
 //! (Vulkan allows 2.5 ulp for `OpFDiv` and lets `sqrt` inherit `inversesqrt`'s error; on the
 //! H200's Vulkan driver `islands probe` measured 30 % of divisions and 17 % of square roots off
 //! by 1–2 ulp). On the CPU the `cuda` arm runs LLVM's IEEE `/` and `sqrt`, so its proof checks
@@ -13,8 +13,8 @@
 //! rounded, which is exactly `div.rn.f32` and `sqrt.rn.f32`. They declare no other lowering, and
 //! on other GPUs the islands below take `default`, never the emulation.
 
-use crate::portable;
 use cubecl::prelude::*;
+use island_portable as portable;
 use island_runtime::divergence::{Divergence, Of};
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;

@@ -331,7 +331,7 @@ pub fn wgmma_loop_tma(
                 for w in 0..comptime!(K / 4) {
                     let x = a[(row * words + w / 4) as usize].extract_dynamic((w % 4) as usize);
                     let y = bt[(col * words + w / 4) as usize].extract_dynamic((w % 4) as usize);
-                    sum = crate::portable::dot4_i8(x, y, sum);
+                    sum = island_portable::dot4_i8(x, y, sum);
                 }
                 c[e as usize] = sum;
             }

@@ -5,45 +5,27 @@
 //! compiles it against this crate. See `docs/` for the design, the proof model and how to package
 //! an intrinsic.
 
-pub mod bench;
-pub mod canonical;
-pub mod cell;
-pub mod cell_gate;
-pub mod cell_record;
-pub mod compare;
-pub mod conformance;
-pub mod contract;
-pub mod device;
-pub mod dispatch;
-pub mod divergence;
-pub mod embedded;
-pub mod emulation;
-pub mod evidence;
-pub mod fingerprint;
-pub mod foreign;
-pub mod gate;
-pub mod glsl_kernel;
-pub mod hash;
-pub mod inputs;
-pub mod intrinsic;
+// Seven floors, each naming only those below it (`ui-tests/tests/layering.rs` checks it):
+// values < hardware < records < tag < codegen < launch < verify; `__private` (the macros'
+// paths to other crates) lies under them all.
+#[doc(hidden)]
+pub mod __private;
+pub mod codegen;
+pub mod hardware;
 pub mod launch;
-pub mod ledger;
-pub mod lifted;
-pub mod lowering;
-pub mod machine_code;
-pub mod policy;
-pub mod proof;
-pub mod proof_run;
-pub mod quirks;
-pub mod readback;
-pub mod record;
-pub mod registry;
-pub mod report;
-pub mod runtimes;
-pub mod semantics;
-pub mod target;
-pub mod tensor_map;
-pub mod value;
+pub mod records;
+pub mod tag;
+pub mod values;
+pub mod verify;
+
+// The modules by their flat names, as the SDK's users name them (`island_runtime::proof`, …).
+pub use codegen::{code_hash, foreign, glsl_kernel, lowering, machine_code};
+pub use hardware::{device, divergence, fingerprint, quirks};
+pub use launch::{cell, dispatch, evidence, policy, runtimes, semantics};
+pub use records::{cell_record, embedded, ledger, record};
+pub use tag::{emulation, intrinsic, lifted, registry, target};
+pub use values::{canonical, contract, hash, inputs, readback, said, tensor_map, value};
+pub use verify::{bench, cell_gate, compare, conformance, gate, proof, proof_run, report};
 
 /// The vocabulary ([`island_vocab`]): backends, element kinds, capabilities, profiles, sites.
 pub use island_vocab::{self as vocab, backend, capability, elem, expect, mma, profile, site};
@@ -52,25 +34,17 @@ pub use island_vocab::{
     Semantics, Site,
 };
 
-pub use contract::Contract;
-pub use device::{Device, Exec};
-pub use fingerprint::Fingerprint;
+pub use hardware::device::{Device, Exec};
+pub use hardware::fingerprint::Fingerprint;
 pub use island_macros::{__expand_island, intrinsic, island, islands, sites_of};
-pub use registry::ArmEntry;
-pub use target::{Selection, Target};
-pub use value::{ProofValue, ValueKind};
+pub use tag::registry::ArmEntry;
+pub use tag::target::{Selection, Target};
+pub use values::contract::Contract;
+pub use values::value::{ProofValue, ValueKind};
 
 /// What kernels with islands need in scope.
 pub mod prelude {
     pub use crate::{Target, island, islands};
     #[doc(hidden)]
     pub use island_macros::__expand_island;
-}
-
-/// Paths the macros expand to. Not a public API.
-#[doc(hidden)]
-pub mod __private {
-    pub use cubecl;
-    pub use inventory;
-    pub use std::sync::Arc;
 }

@@ -60,7 +60,7 @@ pub struct DeviceCensus {
     pub verdicts: BTreeMap<String, usize>,
 }
 
-/// The trial kind of the census, which [`crate::run`] schedules after every other.
+/// The trial kind of the census, which [`crate::trials::run`] schedules after every other.
 pub const KIND: &str = "census";
 
 /// The scope conformance verdicts are recorded under.
@@ -117,7 +117,7 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
                 .filter(|e| {
                     crates.contains(&e.krate)
                         && e.expect != Expect::Mismatch
-                        && island_runtime::proof::selects(e, &profile)
+                        && island_runtime::tag::registry::selects(e, &profile)
                 })
                 .map(|e| e.name())
                 .collect();

@@ -5,7 +5,7 @@
 //! compares arms with the CPU's `default`, which is only the device's if the device's compiler
 //! keeps `default`'s order and rounding.
 
-use crate::cpu;
+use crate::settings::cpu;
 use island_runtime::registry;
 use island_runtime::runtimes::RuntimeName;
 use libtest_mimic::{Failed, Trial};
@@ -31,7 +31,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
             .with_kind("conformance"),
         ];
     };
-    let options = match crate::options() {
+    let options = match crate::settings::options() {
         Ok(o) => o,
         Err(trials) => return trials,
     };
@@ -58,7 +58,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
                     Some(run) if matches!(&run.verdict, island_runtime::proof_run::Verdict::Unproven { reason } if reason.contains(island_runtime::lowering::NOT_LAUNCHED)) => {
                         Ok(libtest_mimic::Completion::ignored_with(run.detail().unwrap_or_default().to_string()))
                     }
-                    Some(run) => crate::verdict(entry, &[run]),
+                    Some(run) => crate::verdict::verdict(entry, &[run]),
                     None => Err::<_, Failed>("the island has no proof signature to run".into()),
                 }
             })
@@ -68,10 +68,9 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
     // A known divergence declines only the differences it was measured on: a planted wrong
     // native lowering, which differs on realistic values, must still fail when a record of
     // the device names its island for the subnormal group alone.
-    if let Some(&fixture) = registry::arms()
-        .iter()
-        .find(|e| e.expect == island_runtime::Expect::NativeMismatch && island_runtime::proof::selects(e, &profile))
-    {
+    if let Some(&fixture) = registry::arms().iter().find(|e| {
+        e.expect == island_runtime::Expect::NativeMismatch && island_runtime::tag::registry::selects(e, &profile)
+    }) {
         let device = device.clone();
         let options = options.clone();
         trials.push(
@@ -86,7 +85,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
         // Fixtures of a wrong arm are wrong in their emulation too: only a wrong native
         // lowering (`expect_native_mismatch`) is for conformance to catch.
         if !wanted
-            || !island_runtime::proof::selects(entry, &profile)
+            || !island_runtime::tag::registry::selects(entry, &profile)
             || entry.expect == island_runtime::Expect::Mismatch
         {
             continue;
@@ -99,7 +98,7 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
                 match island_runtime::conformance::conform(entry, &device, &host, &options) {
                     Some(run) => {
                         crate::census::record(crate::census::CONFORMANCE, entry, std::slice::from_ref(&run));
-                        crate::verdict(entry, &[run])
+                        crate::verdict::verdict(entry, &[run])
                     }
                     None => Err::<_, Failed>("the arm has no proof signature to run".into()),
                 }

@@ -177,7 +177,7 @@ pub const NEAR_IDENTICAL: f64 = 0.9;
 /// [`TAUTOLOGICAL`] does not name with the device evidence that backs it instead.
 pub fn shared_program_trial(crates: &'static [&'static str]) -> libtest_mimic::Trial {
     libtest_mimic::Trial::test("independence::defaults_are_not_the_emulation_renamed", move || {
-        let client = crate::cpu()?;
+        let client = crate::settings::cpu()?;
         let mut report = Vec::new();
         let mut unexplained = Vec::new();
         for &entry in island_runtime::registry::arms() {

@@ -3,7 +3,7 @@
 //! (lavapipe on a machine without a GPU) must still hold: same verdicts of the bit-exact half,
 //! and a record for every arm the device selects.
 
-use crate::cpu;
+use crate::settings::cpu;
 use island_runtime::embedded;
 use island_runtime::gate::{self, GateOptions};
 use island_runtime::record::Record;

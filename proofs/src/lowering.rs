@@ -1,7 +1,7 @@
 //! Lowering checks, without a GPU: every row of the intrinsic table, and every registered arm,
 //! compiled with its backend's code generator.
 
-use crate::cpu;
+use crate::settings::cpu;
 use island_runtime::intrinsic;
 use island_runtime::lowering::{self, Codegen};
 use island_runtime::registry;

@@ -3,7 +3,7 @@
 //! compares only specials — any NaN equals any NaN under a bit-exact contract — so an arm could
 //! differ there in every other way and still be proven.
 
-use crate::cpu;
+use crate::settings::cpu;
 use island_runtime::inputs::Group;
 use island_runtime::registry;
 use libtest_mimic::{Failed, Trial};

@@ -4,16 +4,18 @@
 //! a stale flip is not taken; bad settings are errors; the gate declines a slow arm. (That the
 //! committed records are current is `proofs::ledger`, run for every crate.)
 
+use island_runtime::codegen::code_hash;
 use island_runtime::compare;
 use island_runtime::embedded;
 use island_runtime::embedded::LedgerError;
 use island_runtime::fingerprint::Fingerprint;
 use island_runtime::gate::{self, GateOptions};
 use island_runtime::lifted::ProofSpec;
-use island_runtime::policy::{self, ArmFacts, DeviceLedger, Policy};
 use island_runtime::record::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record};
+use island_runtime::records::view::{ArmFacts, DeviceLedger, Policy};
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::target::DefaultReason;
+use island_runtime::values::said;
 use island_runtime::{ArmEntry, Backend, Profile, Selection, Target, registry};
 use libtest_mimic::{Failed, Trial};
 
@@ -158,7 +160,7 @@ fn launches_default(decision: Decision, policy: Policy, expect_default: bool) ->
             if policy != Policy::Strict && !reason.contains(decision.word().split(' ').next().unwrap_or("")) {
                 return Err(format!("the reason does not name the record's decision: {reason}").into());
             }
-            let logged: Vec<String> = policy::logged().into_iter().filter(|m| m.contains(entry.site.id) && m.contains(&reason)).collect();
+            let logged: Vec<String> = said::logged().into_iter().filter(|m| m.contains(entry.site.id) && m.contains(&reason)).collect();
             if logged.len() != 1 {
                 return Err(format!("the reason was logged {} times, not once: {logged:?}", logged.len()).into());
             }
@@ -203,8 +205,8 @@ fn emulation_is_hashed() -> Result<(), Failed> {
     let find = |id: &str| {
         registry::arms().iter().copied().find(|e| e.site.id.ends_with(id)).ok_or_else(|| format!("no arm `{id}`"))
     };
-    let a = gate::code_hashes(find("::tile_rounding_at_alignment#0")?, &h200(), &cpu)?;
-    let b = gate::code_hashes(find("::tile_in_k_order#0")?, &h200(), &cpu)?;
+    let a = code_hash::code_hashes(find("::tile_rounding_at_alignment#0")?, &h200(), &cpu)?;
+    let b = code_hash::code_hashes(find("::tile_in_k_order#0")?, &h200(), &cpu)?;
     if a.arm != b.arm || a.default != b.default {
         return Err(format!("the fixtures' native code or default differ ({a:?}, {b:?}): the test needs twins").into());
     }
@@ -342,7 +344,7 @@ fn stale_flips_are_not_taken() -> Result<(), Failed> {
         .find(|r| r.island.ends_with("plane::plane_sum_f32_w32#0") && r.device.runtime == "cuda")
         .ok_or("no committed CUDA record of plane_sum_f32_w32")?
         .clone();
-    let profile = gate::hash_profile(&h200.device).ok_or("no profile for the H200's fingerprint")?;
+    let profile = code_hash::hash_profile(&h200.device).ok_or("no profile for the H200's fingerprint")?;
     let tampered = Record { code: CodeHashes { arm: "0000000000000000".into(), ..h200.code.clone() }, ..h200.clone() };
     let device = h200.device.clone();
     let got = selections(&device, profile, Policy::Trust, vec![tampered], &["plane::plane_sum_f32_w32#0"])?;
@@ -357,7 +359,7 @@ fn committed_flips_select() -> Result<(), Failed> {
     let cuda: Vec<Record> =
         committed.iter().filter(|r| r.device.runtime == "cuda" && r.device.device == "NVIDIA H200").cloned().collect();
     let device = cuda.first().ok_or("no committed H200 record")?.device.clone();
-    let profile = gate::hash_profile(&device).ok_or("no profile for the H200's fingerprint")?;
+    let profile = code_hash::hash_profile(&device).ok_or("no profile for the H200's fingerprint")?;
     let mut checked = 0;
     for r in cuda.iter().filter(|r| r.decision == Decision::Flipped) {
         let Some(id) = r.island.split("::").last() else { continue };

@@ -1,12 +1,14 @@
-//! The modules of every crate of the workspace form a hierarchy: no import circles.
+//! The modules of every crate of the workspace form a hierarchy: no import circles, and in crates
+//! built on floors, no module names a floor above its own.
 //!
-//! Each crate's source files are the nodes (the crate root excluded: it only declares modules and
-//! re-exports). A file depends on another when its code names it: `crate::a::b::…`,
-//! `super::…`, `self::…`, or a child module by its own name; inline modules (`mod x { … }`,
-//! `#[intrinsic]` definitions) count as the file that holds them. The sources are read as Rust
-//! tokens, so comments, doc text and strings name nothing, while macro bodies (`island!`,
-//! `quote!`) do. A path through the crate root to an item re-exported there (`crate::Target`)
-//! would hide an edge, so it is refused: modules name each other.
+//! Each crate's source files are the nodes, its root (`lib.rs`, `main.rs`) and every `mod.rs`
+//! included. A file depends on another when its code names it: `crate::a::b::…`, `super::…`,
+//! `self::…`, or a child module by its own name; inline modules (`mod x { … }`, `#[intrinsic]`
+//! definitions) count as the file that holds them. The sources are read as Rust tokens, so
+//! comments, doc text and strings name nothing, while macro bodies (`island!`, `quote!`,
+//! `$crate::…`) do. A path to an item the root defines (`crate::helper()`, an inline module) is an
+//! edge to the root, so a child that calls back into its root closes a circle; a path through
+//! the root to a name it re-exports (`crate::Target`) would hide the real edge, so it is refused.
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,6 +19,8 @@ use std::str::FromStr;
 struct Crate {
     name: String,
     modules: BTreeMap<Vec<String>, PathBuf>,
+    /// Every name in the root's `use` declarations: what a path through the root may re-export.
+    root_uses: BTreeSet<String>,
 }
 
 fn workspace() -> PathBuf {
@@ -47,7 +51,8 @@ fn crates() -> Vec<Crate> {
         .map(|dir| {
             let mut modules = BTreeMap::new();
             collect(&dir.join("src"), &mut Vec::new(), &mut modules);
-            Crate { name: dir.strip_prefix(workspace()).unwrap().display().to_string(), modules }
+            let root_uses = modules.get(&Vec::new()).map(|root| use_names(root)).unwrap_or_default();
+            Crate { name: dir.strip_prefix(workspace()).unwrap().display().to_string(), modules, root_uses }
         })
         .collect()
 }
@@ -70,6 +75,40 @@ fn collect(dir: &Path, at: &mut Vec<String>, out: &mut BTreeMap<Vec<String>, Pat
             out.insert(module, path);
         }
     }
+}
+
+/// The identifiers of every `use` declaration of a file, `use` to `;`, at any depth.
+fn use_names(path: &Path) -> BTreeSet<String> {
+    fn walk(stream: TokenStream, out: &mut BTreeSet<String>) {
+        let mut in_use = false;
+        for token in stream {
+            match token {
+                TokenTree::Ident(id) if id == "use" => in_use = true,
+                TokenTree::Ident(id) if in_use => {
+                    out.insert(id.to_string());
+                }
+                TokenTree::Punct(p) if p.as_char() == ';' => in_use = false,
+                TokenTree::Group(g) if in_use => walk_all(g.stream(), out),
+                TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    fn walk_all(stream: TokenStream, out: &mut BTreeSet<String>) {
+        for token in stream {
+            match token {
+                TokenTree::Ident(id) => {
+                    out.insert(id.to_string());
+                }
+                TokenTree::Group(g) => walk_all(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = BTreeSet::new();
+    walk(TokenStream::from_str(&text).unwrap_or_else(|e| panic!("{}: {e:?}", path.display())), &mut out);
+    out
 }
 
 /// What one file's code names: (target module file, how it was written).
@@ -170,12 +209,11 @@ fn walk(krate: &Crate, module: &[String], stream: TokenStream, out: &mut Vec<(Ve
                             let written = format!("{word}::{}", tail.join("::"));
                             match resolve(krate, &full) {
                                 Some(target) if !target.is_empty() => out.push((target, written)),
-                                // Through the root: fine for a module the root declares inline or
-                                // a macro it defines, not for a re-exported item.
-                                _ if word == "crate"
-                                    && tail.first().is_some_and(|s| s.starts_with(char::is_uppercase)) =>
-                                {
-                                    out.push((Vec::new(), written))
+                                // Through the root: to a name it re-exports (refused by the
+                                // caller), or to an item it defines (an edge to the root).
+                                _ if word == "crate" => {
+                                    let reexport = tail.first().is_some_and(|s| krate.root_uses.contains(s));
+                                    out.push((if reexport { vec![String::new()] } else { Vec::new() }, written))
                                 }
                                 _ => {}
                             }
@@ -201,14 +239,15 @@ fn no_crate_has_an_import_circle() {
     for krate in &crates {
         let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
         for (module, path) in &krate.modules {
-            if module.is_empty() {
-                continue;
-            }
             let edges = graph.entry(module.clone()).or_default();
             for (target, written) in references(krate, module, path) {
-                if target.is_empty() {
+                if target == [String::new()] {
+                    if module.is_empty() {
+                        continue;
+                    }
                     failures.push(format!(
-                        "{}: `{written}` goes through the crate root; name the module that defines it",
+                        "{}: `{written}` goes through the crate root to a name it re-exports; name the module that \
+                         defines it",
                         path.strip_prefix(workspace()).unwrap().display()
                     ));
                 } else if target != *module {
@@ -223,8 +262,53 @@ fn no_crate_has_an_import_circle() {
                 cycle.iter().map(|m| m.join("::")).collect::<Vec<_>>().join(" -> ")
             ));
         }
+        if let Some((_, floors)) = FLOORS.iter().find(|(name, _)| *name == krate.name) {
+            failures.extend(floor_violations(floors, &graph).into_iter().map(|v| format!("{}: {v}", krate.name)));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Crates built on floors, each floor a top-level module, lowest first. A module may name its own
+/// floor and those below, never one above: a launch reads evidence and never reaches the code
+/// that produces it.
+const FLOORS: &[(&str, &[&str])] =
+    &[("island-runtime", &["__private", "values", "hardware", "records", "tag", "codegen", "launch", "verify"])];
+
+/// Every module of `graph` outside a floor (the root aside), and every edge to a higher floor.
+fn floor_violations(floors: &[&str], graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<String> {
+    let floor = |m: &Vec<String>| m.first().and_then(|f| floors.iter().position(|x| x == f));
+    let mut out = Vec::new();
+    for (module, edges) in graph {
+        if module.is_empty() {
+            continue;
+        }
+        let Some(mine) = floor(module) else {
+            out.push(format!("`{}` is on no floor of {floors:?}", module.join("::")));
+            continue;
+        };
+        for target in edges {
+            if floor(target).is_some_and(|theirs| theirs > mine) {
+                out.push(format!("`{}` names `{}`, a floor above its own", module.join("::"), target.join("::")));
+            }
+        }
+    }
+    out
+}
+
+/// The floor check itself: an edge down is allowed, an edge up and a module outside every floor
+/// are found.
+#[test]
+fn an_edge_up_a_floor_is_found() {
+    let m = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    let floors = ["low", "high"];
+    let mut graph = BTreeMap::new();
+    graph.insert(m("high::a"), BTreeSet::from([m("low::b")]));
+    graph.insert(m("low::b"), BTreeSet::new());
+    assert!(floor_violations(&floors, &graph).is_empty());
+    graph.get_mut(&m("low::b")).unwrap().insert(m("high::a"));
+    graph.insert(m("loose"), BTreeSet::new());
+    assert_eq!(floor_violations(&floors, &graph).len(), 2, "{:?}", floor_violations(&floors, &graph));
 }
 
 /// A circle of the graph, if any (depth-first search; a node met again on the stack closes it).

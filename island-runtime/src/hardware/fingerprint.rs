@@ -1,0 +1,94 @@
+//! Which device a piece of evidence was measured on.
+//!
+//! Native semantics belong to a device and its driver, not to a backend name: float subgroup
+//! reductions are ordered by the driver, dp4a may be a polyfill, tensor cores differ by
+//! generation. A [`Fingerprint`] names the runtime, the device as it names itself, CubeCL's
+//! compilation fingerprint (`ptx_sm90`, …), the plane width, the compute capability and the
+//! driver, so a ledger record holds for that device only.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The identity of a device, as ledger records key it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// CubeCL's client name: `cuda`, `wgpu<spirv>`, …
+    pub runtime: String,
+    /// The device as it names itself (`NVIDIA H200`, `llvmpipe (LLVM 15.0.6, 256 bits)`).
+    pub device: String,
+    /// CubeCL's compilation fingerprint of the device (`ptx_sm90`; empty where CubeCL gives none).
+    pub identity: String,
+    /// Plane (warp, subgroup) width in lanes.
+    pub plane: u32,
+    /// CUDA compute capability × 10; 0 elsewhere.
+    pub sm: u32,
+    /// The driver, where the platform tells it (NVIDIA's kernel module version on Linux);
+    /// otherwise `unknown`. Mesa's version is part of lavapipe's device name.
+    pub driver: String,
+}
+
+impl Fingerprint {
+    /// The fingerprint of a device from what its client reports (see `crate::hardware::device::Device`,
+    /// which builds it once per client) and the driver the platform reports.
+    pub fn new(runtime: &str, device: &str, identity: &str, plane: u32, sm: u32) -> Fingerprint {
+        Fingerprint {
+            runtime: runtime.to_string(),
+            device: device.to_string(),
+            identity: identity.to_string(),
+            plane,
+            sm,
+            driver: driver_of(device),
+        }
+    }
+
+    /// Whether `self` and `other` are the same device and driver.
+    pub fn matches(&self, other: &Fingerprint) -> bool {
+        self == other
+    }
+
+    /// Whether only the driver differs: a record of another driver version is stale, not absent.
+    pub fn same_device(&self, other: &Fingerprint) -> bool {
+        Fingerprint { driver: String::new(), ..self.clone() } == Fingerprint { driver: String::new(), ..other.clone() }
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} on {} (plane {}", self.runtime, self.device, self.plane)?;
+        if self.sm > 0 {
+            write!(f, ", sm {}", self.sm)?;
+        }
+        write!(f, ", driver {})", self.driver)
+    }
+}
+
+/// The driver version the platform reports for `device`.
+fn driver_of(device: &str) -> String {
+    if device.contains("NVIDIA")
+        && let Ok(text) = std::fs::read_to_string("/proc/driver/nvidia/version")
+        && let Some(version) = nvidia_version(&text)
+    {
+        return format!("nvidia {version}");
+    }
+    "unknown".to_string()
+}
+
+/// `580.95.05` from `NVRM version: NVIDIA UNIX … Kernel Module … 580.95.05  Release Build …`: the
+/// first word after "Kernel Module" made of digits and dots.
+fn nvidia_version(text: &str) -> Option<&str> {
+    let line = text.lines().next()?;
+    let after = line.split("Kernel Module").nth(1)?;
+    after.split_whitespace().find(|w| w.contains('.') && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_the_nvidia_module_version() {
+        let text = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16)  Thu Sep 25 2025\nGCC version: gcc";
+        assert_eq!(super::nvidia_version(text), Some("580.95.05"));
+        let closed = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  575.57.08  Sat May 24 2025";
+        assert_eq!(super::nvidia_version(closed), Some("575.57.08"));
+        assert_eq!(super::nvidia_version("garbage"), None);
+    }
+}

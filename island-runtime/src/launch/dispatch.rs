@@ -1,0 +1,288 @@
+//! Which candidate of a cell an engine runs on a device, from the cell records of the ledgers
+//! (`islands gate --ops`), read once per process and logged once per cell and device (a warning
+//! where an incumbent runs, information where the twin does).
+//!
+//! | the device's record of the cell | what runs |
+//! |---|---|
+//! | declined, failed or twin unsupported, and the record's fastest incumbent was bit-exact at every shape, registered for the runtime with the hash it was gated with | that incumbent |
+//! | the same, but it was not bit-exact: the bit-exact incumbent faster than the twin at the most shapes | that incumbent |
+//! | the same, but no bit-exact incumbent beats the twin | the twin, logged with the fastest incumbent's distance (`ISLANDS_CELLS=fastest`: that incumbent) |
+//! | declined or failed, but that incumbent is gone or its code changed | the twin (logged) |
+//! | declined or failed under another driver of the device | the twin (logged) |
+//! | flipped, twin only, unverified, or no record | the twin |
+//!
+//! The seed keeps an incumbent wherever the twin is slower, so that the engine is never slower;
+//! islands also promise the same bytes on every backend, so by default only a bit-exact
+//! incumbent is kept: one that is faster but computes other bytes runs only under
+//! `ISLANDS_CELLS=fastest` (`exact`, the default, is the other value).
+//!
+//! `ISLANDS_CANDIDATE` forces one candidate for measurement: `twin`, `default` (the twin with
+//! `default` in every island), `incumbent` (the record's incumbent, else the first registered
+//! for the runtime), or an incumbent's name. A value of either that names nothing known is an
+//! error before any launch.
+
+use crate::launch::cell::{CellError, CellKey, Incumbent, incumbent_hash, incumbents};
+use crate::records::cell_record::{CellDecision, CellRecord};
+use crate::tag::target::Target;
+use crate::values::said::log_once_at;
+use cubecl::prelude::Client;
+use std::sync::{Mutex, OnceLock};
+
+/// What an op function runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Choice {
+    /// The island kernel, with this tag (its arms, or `default` when forced).
+    Twin(Target),
+    /// A hand-written kernel.
+    Incumbent(&'static Incumbent),
+}
+
+impl Choice {
+    /// `twin`, `default` or the incumbent's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Choice::Twin(t) if t.arms().is_none() => "default",
+            Choice::Twin(_) => "twin",
+            Choice::Incumbent(i) => i.name,
+        }
+    }
+}
+
+/// A forced candidate (`ISLANDS_CANDIDATE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Forced {
+    Twin,
+    Default,
+    Incumbent,
+    Named(String),
+}
+
+impl Forced {
+    /// Parses a value of `ISLANDS_CANDIDATE`; an incumbent's name must be registered somewhere.
+    pub fn parse(value: &str) -> Result<Option<Forced>, CellError> {
+        Ok(match value.trim() {
+            "" => None,
+            "twin" => Some(Forced::Twin),
+            "default" => Some(Forced::Default),
+            "incumbent" => Some(Forced::Incumbent),
+            name => {
+                if !crate::launch::cell::all_incumbents().iter().any(|r| r.incumbent.name == name) {
+                    return Err(CellError::Setting(
+                        name.into(),
+                        "not `twin`, `default`, `incumbent` or the name of a registered incumbent".into(),
+                    ));
+                }
+                Some(Forced::Named(name.into()))
+            }
+        })
+    }
+}
+
+/// Which incumbents a declined cell may run (`ISLANDS_CELLS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Only an incumbent bit-exact at every shape of the record (the default).
+    Exact,
+    /// The record's fastest incumbent, bit-exact or not (the seed's rule alone).
+    Fastest,
+}
+
+impl Keep {
+    pub fn parse(value: &str) -> Result<Keep, CellError> {
+        match value.trim() {
+            "" | "exact" => Ok(Keep::Exact),
+            "fastest" => Ok(Keep::Fastest),
+            other => Err(CellError::Setting(other.into(), "ISLANDS_CELLS is `exact` or `fastest`".into())),
+        }
+    }
+}
+
+/// This process's `ISLANDS_CELLS`, read once.
+pub fn keep() -> Result<Keep, &'static CellError> {
+    static KEEP: OnceLock<Result<Keep, CellError>> = OnceLock::new();
+    KEEP.get_or_init(|| Keep::parse(&std::env::var("ISLANDS_CELLS").unwrap_or_default())).as_ref().copied()
+}
+
+/// Both settings of this process (`ISLANDS_CANDIDATE`, `ISLANDS_CELLS`), or the first that is
+/// wrong: for a program to refuse them before it launches anything.
+pub fn settings() -> Result<(), &'static CellError> {
+    forced()?;
+    keep()?;
+    Ok(())
+}
+
+/// This process's `ISLANDS_CANDIDATE`, read once.
+pub fn forced() -> Result<Option<&'static Forced>, &'static CellError> {
+    static FORCED: OnceLock<Result<Option<Forced>, CellError>> = OnceLock::new();
+    FORCED
+        .get_or_init(|| Forced::parse(&std::env::var("ISLANDS_CANDIDATE").unwrap_or_default()))
+        .as_ref()
+        .map(Option::as_ref)
+}
+
+/// Whether `name` was bit-exact at every shape of `record` (and ran at one at least).
+fn exact_in(record: &CellRecord, name: &str) -> bool {
+    let mine: Vec<_> = record.shapes.iter().filter_map(|s| s.candidates.iter().find(|c| c.name == name)).collect();
+    !mine.is_empty() && mine.len() == record.shapes.len() && mine.iter().all(|c| c.exact())
+}
+
+/// How `name` differs in `record`: `312 of 960 values differ, up to 153 ulp` at its worst shape.
+fn distance_in(record: &CellRecord, name: &str) -> String {
+    let worst = record
+        .shapes
+        .iter()
+        .filter_map(|s| s.candidates.iter().find(|c| c.name == name))
+        .max_by_key(|c| (c.error.is_some(), c.max_ulp));
+    match worst {
+        Some(c) if c.error.is_some() => "it did not run".into(),
+        Some(c) => format!("{} of {} values differ, up to {} ulp", c.differing, c.values, c.max_ulp),
+        None => "no evidence".into(),
+    }
+}
+
+/// The candidate of `key` to run on `client`'s device: `records` are the cell records to consult
+/// (`crate::records::embedded::cell_records`), `forced` an override, `keep` which incumbents a declined
+/// cell may run. Returns the choice and why.
+pub fn choose_from(
+    client: &Client,
+    key: &CellKey,
+    records: &[CellRecord],
+    forced: Option<&Forced>,
+    keep: Keep,
+) -> (Choice, String) {
+    let runtime = client.name();
+    let mine = incumbents(key, Some(runtime));
+    let twin = Choice::Twin(Target::for_client(client));
+    let fp = crate::launch::cell::fingerprint(client);
+    let record = {
+        let all: Vec<&CellRecord> = records.iter().filter(|r| key.matches(r) && r.device.same_device(&fp)).collect();
+        all.iter().find(|r| r.device.matches(&fp)).or(all.first()).copied()
+    };
+    match forced {
+        Some(Forced::Twin) => return (twin, "forced by ISLANDS_CANDIDATE".into()),
+        Some(Forced::Default) => {
+            return (Choice::Twin(Target::default_arms(client)), "forced by ISLANDS_CANDIDATE".into());
+        }
+        Some(Forced::Incumbent) => {
+            let named = record.and_then(|r| r.incumbent.as_deref()).and_then(|n| mine.iter().find(|i| i.name == n));
+            return match named.or(mine.first()) {
+                Some(i) => (Choice::Incumbent(i), "forced by ISLANDS_CANDIDATE".into()),
+                None => (twin, format!("ISLANDS_CANDIDATE=incumbent, but no incumbent of {key} runs on `{runtime}`")),
+            };
+        }
+        Some(Forced::Named(name)) => {
+            return match mine.iter().find(|i| i.name == name) {
+                Some(i) => (Choice::Incumbent(i), "forced by ISLANDS_CANDIDATE".into()),
+                None => (twin, format!("ISLANDS_CANDIDATE=`{name}` is not an incumbent of {key} on `{runtime}`")),
+            };
+        }
+        None => {}
+    }
+    let Some(record) = record else {
+        return (twin, "no cell record of this device".into());
+    };
+    if !record.decision.keeps_incumbent() {
+        return (twin, record.why());
+    }
+    // An incumbent's exactness was shown under one driver: another may compile it otherwise.
+    if !record.device.matches(&fp) {
+        return (
+            twin,
+            format!(
+                "{}, but under driver {} (this one is {}): the twin runs",
+                record.why(),
+                record.device.driver,
+                fp.driver
+            ),
+        );
+    }
+    let Some(fastest) = record.incumbent.as_deref() else {
+        return (twin, format!("{}, but the record names no incumbent", record.why()));
+    };
+    let name = match keep {
+        Keep::Fastest => fastest,
+        Keep::Exact if exact_in(record, fastest) => fastest,
+        Keep::Exact => {
+            // The bit-exact incumbent that is the fastest of the twin and the bit-exact
+            // incumbents at the most shapes; none if the twin is (a slower exact incumbent is
+            // no reason to leave the twin).
+            let mut contenders: Vec<&str> = vec!["twin"];
+            contenders
+                .extend(record.code.iter().map(|(n, _)| n.as_str()).filter(|n| *n != "twin" && exact_in(record, n)));
+            let us = |s: &crate::records::cell_record::ShapeEvidence, n: &str| {
+                s.candidates.iter().find(|c| c.name == n).and_then(|c| c.us).map_or(f64::INFINITY, |u| u[1])
+            };
+            let wins =
+                |n: &str| record.shapes.iter().filter(|s| contenders.iter().all(|o| us(s, n) <= us(s, o))).count();
+            let best = contenders.iter().copied().filter(|n| *n != "twin").max_by_key(|n| wins(n));
+            match best.filter(|n| wins(n) > wins("twin")) {
+                Some(n) => n,
+                None => {
+                    return (
+                        twin,
+                        format!(
+                            "{}, but `{fastest}` is not bit-exact ({}) and no bit-exact incumbent is faster than the twin: the twin runs, for the same bytes on every backend (ISLANDS_CELLS=fastest runs `{fastest}`)",
+                            record.why(),
+                            distance_in(record, fastest)
+                        ),
+                    );
+                }
+            }
+        }
+    };
+    match mine.iter().find(|i| i.name == name) {
+        None => (twin, format!("{}, but `{name}` is not registered in this build", record.why())),
+        Some(i) if record.hash_of(name) != Some(incumbent_hash(i).as_str()) => {
+            (twin, format!("{}, but `{name}`'s code changed since", record.why()))
+        }
+        Some(i) => (Choice::Incumbent(i), record.why()),
+    }
+}
+
+/// What [`choose`] decided in this process: per (runtime, device name, device fingerprint, cell).
+type Chosen = Vec<((&'static str, String, String, CellKey), Choice)>;
+static CHOSEN: Mutex<Chosen> = Mutex::new(Vec::new());
+
+/// The cells this process has dispatched on `client`'s device through [`choose`], with the
+/// candidate each runs, in the order of their first launch: what an engine's step went through.
+pub fn dispatched(client: &Client) -> Vec<(CellKey, &'static str)> {
+    let id = &client.properties().identity;
+    CHOSEN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|((runtime, name, fingerprint, _), _)| {
+            *runtime == client.name() && *name == id.name && *fingerprint == id.fingerprint
+        })
+        .map(|((_, _, _, key), choice)| (*key, choice.name()))
+        .collect()
+}
+
+/// The candidate of `key` on `client`'s device, from this process's ledgers and
+/// `ISLANDS_CANDIDATE`; the choice and its reason are logged once per cell and device. A wrong
+/// setting or an unreadable ledger is an error. Decided once per cell and device: an engine calls
+/// this at every launch of the op.
+pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
+    let props = client.properties();
+    let id = &props.identity;
+    let seen = |((runtime, name, fingerprint, k), _): &&((&'static str, String, String, CellKey), Choice)| {
+        *runtime == client.name() && *name == id.name && *fingerprint == id.fingerprint && k == key
+    };
+    if let Some((_, choice)) = CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(seen) {
+        return Ok(*choice);
+    }
+    let forced = forced().map_err(Clone::clone)?;
+    let keep = keep().map_err(Clone::clone)?;
+    let records = crate::records::embedded::cell_records().map_err(|e| CellError::Runtime(e.to_string()))?;
+    let (choice, why) = choose_from(client, key, records, forced, keep);
+    // An incumbent computes its own bytes (bit-exact ones included, on the inputs the gate saw):
+    // that is worth a warning; the twin is the normal case.
+    let failed = why.starts_with(CellDecision::Failed.word());
+    let level = if matches!(choice, Choice::Incumbent(_)) || failed { log::Level::Warn } else { log::Level::Info };
+    log_once_at(level, format!("cell {key} on {}", client.name()), || {
+        format!("islands: cell {key} on `{}` runs `{}`: {why}", client.name(), choice.name())
+    });
+    let entry = ((client.name(), id.name.clone(), id.fingerprint.clone(), *key), choice);
+    CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+    Ok(choice)
+}

@@ -1,0 +1,136 @@
+//! Which device-defined semantics an arm lowers natively on a device: found by expanding the
+//! arm's lifted kernel for the device's profile and recording each intrinsic that takes its
+//! native lowering ([`note_native`], called by the code `#[intrinsic]` generates), with the
+//! intrinsic's semantic class ([`Semantics`]) and its operand types.
+//!
+//! A launch uses this to decide whether an arm's CPU proof carries to a device nobody gated
+//! (`crate::launch::policy`): only when every intrinsic it lowers natively there is defined for its
+//! operands, and the arm's contract on the device's profile is bit equality.
+
+use crate::hardware::device::Exec;
+use crate::tag::lifted::ProofSpec;
+use crate::tag::registry::ArmEntry;
+use crate::tag::target::Target;
+use cubecl::prelude::Client;
+use island_vocab::{Executor, Profile, Semantics};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// One native lowering of an intrinsic inside an arm.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NativeUse {
+    pub intrinsic: &'static str,
+    pub semantics: Semantics,
+    /// The intrinsic's type arguments (`f32`), as Rust names them.
+    pub operands: Vec<&'static str>,
+}
+
+impl NativeUse {
+    /// What the device decides in this use, if anything.
+    pub fn device_defined(&self) -> Option<&'static str> {
+        self.semantics.device_defined(&self.operands)
+    }
+
+    /// `plane::sum<f32>`.
+    pub fn name(&self) -> String {
+        if self.operands.is_empty() || self.intrinsic.contains('<') {
+            return self.intrinsic.to_string();
+        }
+        let short: Vec<&str> = self.operands.iter().map(|t| t.rsplit("::").next().unwrap_or(t)).collect();
+        format!("{}<{}>", self.intrinsic, short.join(", "))
+    }
+}
+
+thread_local! {
+    static TRACE: RefCell<Option<Vec<NativeUse>>> = const { RefCell::new(None) };
+}
+
+/// Called while a kernel expands, when intrinsic `name` takes its native lowering: recorded
+/// when a [`trace`] is running on this thread, nothing otherwise.
+pub fn note_native(name: &'static str, semantics: Semantics, operands: &[&'static str]) {
+    TRACE.with(|t| {
+        if let Some(uses) = t.borrow_mut().as_mut() {
+            let used = NativeUse { intrinsic: name, semantics, operands: operands.to_vec() };
+            if !uses.contains(&used) {
+                uses.push(used);
+            }
+        }
+    });
+}
+
+/// Runs `expand` (a kernel's expansion) and returns what it returned with the native
+/// lowerings it recorded.
+pub fn trace<R>(expand: impl FnOnce() -> R) -> (R, Vec<NativeUse>) {
+    let outer = TRACE.with(|t| t.borrow_mut().replace(Vec::new()));
+    let result = expand();
+    let uses = TRACE.with(|t| std::mem::replace(&mut *t.borrow_mut(), outer)).unwrap_or_default();
+    (result, uses)
+}
+
+/// The native lowerings `entry`'s arm takes on a device of `profile` (its lifted kernel
+/// expanded for that profile, natively; `host` lends buffers, nothing runs).
+pub fn native_uses(
+    entry: &'static ArmEntry,
+    profile: &Profile,
+    host: &Client,
+) -> Result<Vec<NativeUse>, crate::codegen::lowering::LoweringError> {
+    use crate::codegen::lowering::LoweringError;
+    let ProofSpec::Lifted(lifted) = &entry.proof else {
+        return Err(LoweringError::NoProofSignature(entry.name()));
+    };
+    let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
+    let target = Target::from_parts(Some(*profile), exec).only(entry.site.id);
+    let expand = || {
+        crate::codegen::lowering::define(lifted, target, Arc::new(crate::codegen::lowering::properties(profile)), host)
+    };
+    let (definition, uses) = trace(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(expand)));
+    definition
+        .map_err(|p| {
+            LoweringError::Generator(format!("its expansion panicked: {}", crate::values::readback::panic_text(&p)))
+        })?
+        .map_err(LoweringError::Generator)?;
+    Ok(uses)
+}
+
+/// Why `entry`'s CPU proof does not carry to a device of `profile` that no record covers, if it
+/// does not: the device-defined semantics its arm lowers natively there, a contract weaker than
+/// bit equality under `profile`, or no proof at all.
+pub fn needs_device_evidence(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Option<String> {
+    let ProofSpec::Lifted(lifted) = &entry.proof else {
+        return Some("the island has no proof signature, so no CPU proof covers the arm".into());
+    };
+    let contract = lifted.contract_for(profile);
+    if !contract.is_exact() {
+        return Some(format!("its contract on {profile} is {contract}, so its CPU proof does not make it bit-exact"));
+    }
+    match native_uses(entry, profile, host) {
+        Err(e) => Some(format!("its native lowerings could not be traced ({e})")),
+        Ok(uses) => {
+            let decided: Vec<String> =
+                uses.iter().filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name()))).collect();
+            (!decided.is_empty())
+                .then(|| format!("it lowers {} natively, which the device decides", decided.join(", ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trace_records_native_uses_once_and_nests() {
+        let ((), outer) = trace(|| {
+            note_native("plane::sum", Semantics::FloatDeviceDefined("order"), &["f32"]);
+            let ((), inner) = trace(|| note_native("dp4a", Semantics::Defined, &[]));
+            assert_eq!(inner.len(), 1);
+            note_native("plane::sum", Semantics::FloatDeviceDefined("order"), &["f32"]);
+        });
+        assert_eq!(outer.len(), 1, "{outer:?}");
+        assert_eq!(outer[0].name(), "plane::sum<f32>");
+        assert_eq!(outer[0].device_defined(), Some("order"));
+        note_native("ignored", Semantics::Defined, &[]);
+        let ((), none) = trace(|| ());
+        assert!(none.is_empty());
+    }
+}
