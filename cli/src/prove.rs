@@ -6,8 +6,9 @@ use crate::report::report;
 use island_runtime::proof;
 use island_runtime::proof_run::{ProofOptions, ProofRun};
 use island_runtime::registry;
+use island_runtime::registry::ArmEntry;
 use island_runtime::runtimes::RuntimeName;
-use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -30,6 +31,10 @@ pub struct Args {
     /// Exit successfully even when some arm is unproven (it is still reported, never as proven).
     #[arg(long)]
     allow_unproven: bool,
+    /// Arms proven at once (default: the machine's cores). Each proof compiles its kernels on
+    /// one core, so proving arms side by side is what keeps every core busy.
+    #[arg(long, short)]
+    jobs: Option<usize>,
     /// Only arms whose name contains this.
     filter: Option<String>,
 }
@@ -53,16 +58,40 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
         return Err("no registered arm matches".into());
     }
     let start = Instant::now();
-    let mut runs: Vec<ProofRun> = Vec::new();
-    for (i, entry) in arms.iter().enumerate() {
-        eprint!("[{}/{}] {} ...", i + 1, arms.len(), entry.name());
-        let _ = std::io::stderr().flush();
-        let t = Instant::now();
-        let these = proof::prove(entry, &client, &options);
-        let words: Vec<&str> = these.iter().map(|r| r.verdict_word()).collect();
-        eprintln!(" {} ({:.1} s)", words.join(", "), t.elapsed().as_secs_f64());
-        runs.extend(these);
-    }
+    let runs = prove_all(&arms, &client, &options, args.jobs);
     let what = format!("{} arms on `{}` in {:.1} s", arms.len(), client.name(), start.elapsed().as_secs_f64());
     Ok(report(&runs, args.json, &what, options.seed, args.allow_unproven))
+}
+
+/// The runs of every arm, in the order of `arms`, proven by `jobs` workers that each take the
+/// next arm not yet taken; each arm's line is printed when it ends. A proof's verdict does not
+/// depend on what runs beside it: each arm draws its inputs from its own seed.
+fn prove_all(
+    arms: &[&'static ArmEntry],
+    client: &cubecl::prelude::Client,
+    options: &ProofOptions,
+    jobs: Option<usize>,
+) -> Vec<ProofRun> {
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).clamp(1, arms.len());
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let worker = || {
+        let mut mine = Vec::new();
+        while let Some(entry) = arms.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let t = Instant::now();
+            let these = proof::prove(entry, client, options);
+            let words: Vec<&str> = these.iter().map(|r| r.verdict_word()).collect();
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            let elapsed = t.elapsed().as_secs_f64();
+            eprintln!("[{n}/{}] {} ... {} ({elapsed:.1} s)", arms.len(), entry.name(), words.join(", "));
+            mine.push((entry.name(), these));
+        }
+        mine
+    };
+    let mut runs: Vec<(String, Vec<ProofRun>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs).map(|_| scope.spawn(worker)).collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    let order = |name: &String| arms.iter().position(|e| e.name() == *name);
+    runs.sort_by_key(|(name, _)| order(name));
+    runs.into_iter().flat_map(|(_, r)| r).collect()
 }
