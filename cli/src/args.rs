@@ -2,8 +2,8 @@
 //! CLI with clap's error (naming the argument, status 2) and the reason given here.
 
 use island_runtime::Backend;
-use island_runtime::proof_run;
 use island_runtime::runtimes::RuntimeName;
+use island_runtime::settings;
 
 /// A runtime's name: `cpu`, `cuda`, `hip`, `vulkan`, `metal` or `webgpu` (built in or not: a
 /// runtime this build lacks fails when its client is opened, saying which feature it needs).
@@ -20,7 +20,7 @@ pub fn backend(keyword: &str) -> Result<Backend, String> {
 
 /// A seed, decimal or 0x-hex.
 pub fn seed(s: &str) -> Result<u64, String> {
-    proof_run::parse_seed(s).ok_or_else(|| format!("`{s}` is not a decimal or 0x-hex number"))
+    settings::parse_seed(s).ok_or_else(|| format!("`{s}` is not a decimal or 0x-hex number"))
 }
 
 /// A matvec shape `MxK` (e.g. `4096x14336`).

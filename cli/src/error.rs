@@ -31,9 +31,9 @@ pub enum CliError {
     /// A runtime's client could not be made.
     #[error(transparent)]
     Client(#[from] island_runtime::runtimes::ClientError),
-    /// A proof setting of the environment does not parse.
-    #[error(transparent)]
-    Setting(#[from] island_runtime::proof_run::SettingError),
+    /// An `ISLANDS_*` setting of the environment is refused (`docs/settings.md`).
+    #[error("islands: {0}")]
+    Setting(#[from] island_runtime::settings::SettingError),
     /// The device failed while kernels were timed.
     #[error(transparent)]
     Sync(#[from] island_runtime::bench::SyncError),

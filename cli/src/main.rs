@@ -100,9 +100,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Settings every launch would consult: a wrong one is refused here, before the command line is
-/// read and before any work.
+/// Every `ISLANDS_*` setting (`docs/settings.md`), then those every launch and the cells'
+/// dispatch would consult: a wrong one is refused here, before the command line is read and
+/// before any work; an unknown `ISLANDS_` name is warned about.
 fn settings() -> Result<(), CliError> {
+    island_runtime::settings::check_all()?;
     island_runtime::policy::settings().map_err(|e| CliError::Settings(e.to_string()))?;
     island_runtime::dispatch::settings().map_err(|e| CliError::Settings(e.to_string()))
 }

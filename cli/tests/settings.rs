@@ -1,14 +1,21 @@
-//! Settings launches would consult are checked before the CLI does anything: a policy that does
-//! not exist, a ledger path that cannot be read and a ledger that does not parse each stop it
-//! with status 2 and a message naming the value; so does a `--ggml` path of the bench that is
-//! not there, and the bench reads ggml's cases from a stand-in of `test-backend-ops`. (This test
-//! binary spawns the CLI; it links no runtime.)
+//! Settings are checked before the CLI does anything: every `ISLANDS_*` variable of the table
+//! (`docs/settings.md`) given a value it refuses, a policy that does not exist, a ledger path
+//! that cannot be read, a ledger that does not parse and a candidate that names no incumbent
+//! each stop it with status 2 and a message naming the value; a misspelt `ISLANDS_` name is
+//! warned about once. So does a `--ggml` path of the bench that is not there stop it, and the
+//! bench reads ggml's cases from a stand-in of `test-backend-ops`. (This test binary spawns the
+//! CLI; it links no runtime.)
 
+use island_vocab::settings::TABLE;
 use std::process::Command;
 
+/// `islands list` with `env` and no other `ISLANDS_` variable: its status and standard error.
 fn islands(env: &[(&str, &str)]) -> (Option<i32>, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_islands"));
-    cmd.arg("list").env_remove("ISLANDS_POLICY").env_remove("ISLANDS_LEDGER");
+    cmd.arg("list");
+    for (k, _) in std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("ISLANDS_")) {
+        cmd.env_remove(k);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -40,6 +47,30 @@ fn a_ledger_of_invalid_json_stops_the_cli() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("does not parse") && err.contains("ledger.json"), "{err}");
+}
+
+/// The settings trial, run on the binary: each row's bad value stops it naming the variable and
+/// the value (not another variable's name), and a misspelt name is warned about, once, with the
+/// name it is closest to, while the CLI runs.
+#[test]
+fn every_setting_refuses_a_bad_value_and_a_misspelt_name_is_warned_about() {
+    for s in TABLE {
+        let (code, err) = islands(&[(s.name, s.bad)]);
+        assert_eq!(code, Some(2), "{}=`{}` did not stop the CLI: {err}", s.name, s.bad);
+        let named = format!("{}=`{}`", s.name, s.bad);
+        assert!(err.contains(&named), "{}=`{}`: the error does not say `{named}`: {err}", s.name, s.bad);
+    }
+    let (code, err) = islands(&[("ISLANDS_DEPHT", "4")]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("did you mean ISLANDS_DEPTH?"), "{err}");
+    assert_eq!(err.matches("ISLANDS_DEPHT").count(), 1, "not warned about once: {err}");
+}
+
+#[test]
+fn a_candidate_that_names_no_incumbent_stops_the_cli() {
+    let (code, err) = islands(&[("ISLANDS_CANDIDATE", "no such kernel")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("ISLANDS_CANDIDATE=`no such kernel`") && err.contains("registered incumbent"), "{err}");
 }
 
 #[test]

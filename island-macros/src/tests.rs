@@ -443,10 +443,10 @@ fn an_intrinsic_dispatches_each_backend_to_its_function() {
 // ---- expansion snapshots ----
 
 /// Compares `text` with the committed snapshot `src/snapshots/<name>.expanded`; with
-/// `ISLANDS_BLESS=1`, writes it instead (review the diff).
+/// `ISLANDS_BLESS=1`, writes it instead (review the diff). Another value than `0` or `1` fails.
 fn assert_snapshot(name: &str, text: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/snapshots").join(format!("{name}.expanded"));
-    if std::env::var_os("ISLANDS_BLESS").is_some() {
+    if island_vocab::settings::bless().unwrap_or_else(|e| panic!("{e}")) {
         std::fs::write(&path, text).unwrap();
         return;
     }

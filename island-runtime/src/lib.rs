@@ -27,8 +27,9 @@ pub use tag::{emulation, intrinsic, lifted, registry, target};
 pub use values::{canonical, contract, hash, inputs, readback, said, tensor_map, value};
 pub use verify::{bench, cell_gate, compare, conformance, gate, proof, proof_run, report};
 
-/// The vocabulary ([`island_vocab`]): backends, element kinds, capabilities, profiles, sites.
-pub use island_vocab::{self as vocab, backend, capability, elem, expect, mma, profile, site};
+/// The vocabulary ([`island_vocab`]): backends, element kinds, capabilities, profiles, sites,
+/// and the `ISLANDS_*` settings.
+pub use island_vocab::{self as vocab, backend, capability, elem, expect, mma, profile, settings, site};
 pub use island_vocab::{
     ArmSpec, Atom, Backend, CAPABILITIES, Capability, Cmp, Contraction, Elem, Executor, Expect, Guard, Mma, Profile,
     Semantics, Site,

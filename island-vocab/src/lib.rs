@@ -7,7 +7,8 @@
 //! - [`Capability`], [`Cmp`], [`Atom`] and [`Guard`] (what `if …` on an arm says);
 //! - [`Profile`] (what a device can do, and the reference devices proofs emulate);
 //! - [`Semantics`] (how far an intrinsic's CPU proof carries to devices);
-//! - [`Site`] and [`ArmSpec`] (an island as its generated code describes it), [`Expect`].
+//! - [`Site`] and [`ArmSpec`] (an island as its generated code describes it), [`Expect`];
+//! - [`settings`]: every `ISLANDS_*` environment variable, and its one reader.
 
 pub mod backend;
 pub mod capability;
@@ -16,6 +17,7 @@ pub mod expect;
 pub mod mma;
 pub mod profile;
 pub mod semantics;
+pub mod settings;
 pub mod site;
 
 pub use backend::{Backend, Contraction, Executor};

@@ -133,7 +133,7 @@ pub fn trial(file: PathBuf, crates: &'static [&'static str]) -> Trial {
     Trial::test("census::what_the_suite_runs", move || {
         let now = count(crates).map_err(Failed::from)?;
         let text = serde_json::to_string_pretty(&now).expect("a census serialises") + "\n";
-        if std::env::var("ISLANDS_CENSUS").as_deref() == Ok("write") {
+        if island_runtime::settings::census_write()? {
             std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
             return Ok(());
         }

@@ -1,8 +1,11 @@
 //! What a harness process runs with: the CPU client, the proof settings of its environment, the
-//! device runtimes it checks conformance on, and whether an unproven arm may pass as ignored.
+//! device runtimes it checks conformance on, whether an unproven arm may pass as ignored, and a
+//! failing trial for each setting of the environment that is refused.
 
+use island_runtime::Backend;
 use island_runtime::proof_run::ProofOptions;
 use island_runtime::runtimes::RuntimeName;
+use island_runtime::settings::{self, SettingError};
 use libtest_mimic::Trial;
 use std::sync::{Arc, OnceLock};
 
@@ -14,12 +17,8 @@ pub fn cpu() -> Result<cubecl::prelude::Client, String> {
 
 /// Whether an unproven arm is reported as an ignored trial (`ISLANDS_ALLOW_UNPROVEN=1`) rather
 /// than a failure. Any other value than `0` or `1` is an error.
-pub fn allow_unproven() -> Result<bool, String> {
-    match std::env::var("ISLANDS_ALLOW_UNPROVEN").as_deref() {
-        Err(_) | Ok("") | Ok("0") => Ok(false),
-        Ok("1") => Ok(true),
-        Ok(other) => Err(format!("ISLANDS_ALLOW_UNPROVEN=`{other}`: expected 0 or 1")),
-    }
+pub fn allow_unproven() -> Result<bool, SettingError> {
+    settings::allow_unproven()
 }
 
 /// The proof settings of this process (`ISLANDS_SEED`, `ISLANDS_LANES`, `ISLANDS_DEPTH`), or
@@ -33,27 +32,19 @@ pub fn options() -> Result<Arc<ProofOptions>, Vec<Trial>> {
 /// The device runtimes this build checks conformance on: those its features include
 /// (`vulkan`, `cuda`), unless `ISLANDS_CONFORMANCE` lists others (`none` for none). A name that
 /// is no runtime is an error, not a runtime silently left out.
-pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, String> {
-    match std::env::var("ISLANDS_CONFORMANCE") {
-        Ok(list) if list.trim() == "none" => Ok(Vec::new()),
-        Ok(list) => list
-            .split(',')
-            .map(|s| {
-                RuntimeName::parse(s.trim()).filter(|r| *r != RuntimeName::Cpu).ok_or_else(|| {
-                    format!(
-                        "ISLANDS_CONFORMANCE names `{}`, which is no device runtime ({} or none)",
-                        s.trim(),
-                        RuntimeName::devices()
-                    )
-                })
-            })
-            .collect(),
-        Err(_) => Ok([
-            RuntimeName::Device(island_runtime::Backend::Vulkan),
-            RuntimeName::Device(island_runtime::Backend::Cuda),
-        ]
+pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, SettingError> {
+    Ok(match settings::conformance()? {
+        Some(backends) => backends.into_iter().map(RuntimeName::Device).collect(),
+        None => [Backend::Vulkan, Backend::Cuda].map(RuntimeName::Device).into_iter().filter(|r| r.built()).collect(),
+    })
+}
+
+/// One failing trial `environment::NAME` for each `ISLANDS_*` value of this process's
+/// environment that its setting refuses (the unknown names warned about, once).
+pub fn environment_trials() -> Vec<Trial> {
+    settings::warn_unknown();
+    settings::errors()
         .into_iter()
-        .filter(|r| r.built())
-        .collect()),
-    }
+        .map(|e| Trial::test(format!("environment::{}", e.name), move || Err(e.into())).with_kind("environment"))
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! The trials of a harness, and how they run: one per registered arm, the registry checks,
 //! conformance on each device runtime, and the order of their phases.
 
-use crate::settings::{conformance_runtimes, cpu, options};
+use crate::settings::{conformance_runtimes, cpu, environment_trials, options};
 use crate::verdict::verdict;
 use crate::{cells, census, conformance, independence, ledger, lowering, registry_scan, saturation};
 use island_runtime::ArmEntry;
@@ -121,6 +121,7 @@ pub fn run(mut trials: Vec<Trial>) -> ! {
     // crate's own) is left in place.
     let _ =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).is_test(true).try_init();
+    trials.extend(environment_trials());
     trials.sort_by(|a, b| a.name().cmp(b.name()));
     if let Err(e) = island_runtime::policy::settings() {
         let e = e.to_string();

@@ -377,7 +377,7 @@ fn committed_flips_select() -> Result<(), Failed> {
 /// A ledger path that does not exist, and a file that is not a ledger, are errors naming them.
 fn bad_ledgers_are_errors() -> Result<(), Failed> {
     let missing = "/nonexistent/islands-ledger.json";
-    match embedded::load(Some(missing)) {
+    match embedded::load(&[missing]) {
         Err(LedgerError::Unreadable { path, .. }) if path == missing => {}
         other => return Err(format!("a missing ledger file gave {other:?}").into()),
     }
@@ -385,7 +385,7 @@ fn bad_ledgers_are_errors() -> Result<(), Failed> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let bad = dir.join("ledger.json");
     std::fs::write(&bad, "{ not json").map_err(|e| e.to_string())?;
-    let result = embedded::load(Some(bad.to_str().unwrap_or_default()));
+    let result = embedded::load(&[&bad]);
     let _ = std::fs::remove_dir_all(&dir);
     match result {
         Err(e @ LedgerError::Malformed { .. }) if e.to_string().contains("ledger.json") => Ok(()),

@@ -44,7 +44,8 @@ fn model() -> Result<&'static Model, Failed> {
     static MODEL: OnceLock<Result<Model, String>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let bytes = model_file::read(&model_file::default_path(), true).map_err(|e| e.to_string())?;
+            let path = model_file::default_path().map_err(|e| e.to_string())?;
+            let bytes = model_file::read(&path, true).map_err(|e| e.to_string())?;
             Model::from_gguf(&bytes).map_err(|e| e.to_string())
         })
         .as_ref()

@@ -87,7 +87,7 @@ impl Engine {
     /// is the islands' tag (`None`: the device's, under the launch policy).
     pub fn new(client: &Client, model: &Model, context: usize, target: Option<Target>) -> Result<Engine, LlmError> {
         // Which candidate each cell runs is read at the first step: a wrong setting stops here.
-        island_runtime::dispatch::settings().map_err(|e| LlmError::Setting(e.to_string()))?;
+        island_runtime::dispatch::settings().map_err(Clone::clone)?;
         let c = model.config;
         if context == 0 || context > c.context {
             return Err(LlmError::Setting(format!(

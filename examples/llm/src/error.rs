@@ -26,6 +26,15 @@ pub enum LlmError {
     Tokenizer(String),
     #[error("{0}")]
     Setting(String),
+    /// An `ISLANDS_*` setting of the environment is refused.
+    #[error(transparent)]
+    Environment(#[from] island_runtime::settings::SettingError),
+    /// A setting every launch consults (the policy, a ledger) is wrong.
+    #[error(transparent)]
+    Launch(#[from] island_runtime::policy::SettingsError),
+    /// A setting of the cells' dispatch (`ISLANDS_CANDIDATE`, `ISLANDS_CELLS`) is wrong.
+    #[error(transparent)]
+    Dispatch(#[from] island_runtime::cell::CellError),
     #[error("runtime: {0}")]
     Runtime(String),
 }

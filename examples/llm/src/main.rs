@@ -10,7 +10,8 @@
 //! island-llm --runtime vulkan --expect hashes.json "…"          # against a recorded run
 //! ```
 //!
-//! Exit status: 0 when every comparison asked for holds, 1 when one differs, 2 for bad input.
+//! Exit status: 0 when every comparison asked for holds, 1 when one differs, 2 for bad input
+//! (an `ISLANDS_*` setting it refuses included: `docs/settings.md`).
 
 use clap::Parser;
 use island_llm::float_reference::FloatReference;
@@ -70,8 +71,7 @@ fn parse_runtime(name: &str) -> Result<RuntimeName, String> {
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let args = Args::parse();
-    match run(&args) {
+    match settings().and_then(|()| run(&Args::parse())) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
@@ -79,6 +79,15 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Every `ISLANDS_*` setting (`docs/settings.md`), then those launches and the cells' dispatch
+/// consult: a wrong one is refused here, before the command line is read and before any work.
+fn settings() -> Result<(), LlmError> {
+    island_runtime::settings::check_all()?;
+    island_runtime::policy::settings().map_err(Clone::clone)?;
+    island_runtime::dispatch::settings().map_err(Clone::clone)?;
+    Ok(())
 }
 
 fn chat(prompt: &str) -> String {
@@ -89,7 +98,10 @@ fn chat(prompt: &str) -> String {
 }
 
 fn run(args: &Args) -> Result<bool, LlmError> {
-    let path = args.model.clone().unwrap_or_else(model_file::default_path);
+    let path = match &args.model {
+        Some(path) => path.clone(),
+        None => model_file::default_path()?,
+    };
     let bytes = model_file::read(&path, !args.any_model)?;
     let model = Model::from_gguf(&bytes)?;
     drop(bytes);

@@ -5,6 +5,7 @@
 //! the GGUF under `$XDG_CACHE_HOME/islands/models` (default `~/.cache/islands/models`).
 
 use crate::error::LlmError;
+use island_runtime::settings::{self, SettingError};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -18,15 +19,15 @@ pub const SIZE: u64 = 98_362_432;
 pub const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
 
 /// The cached model's path: `$ISLANDS_MODEL` if set, else the cache directory's copy.
-pub fn default_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("ISLANDS_MODEL") {
-        return PathBuf::from(p);
+pub fn default_path() -> Result<PathBuf, SettingError> {
+    if let Some(p) = settings::model()? {
+        return Ok(p);
     }
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(|| PathBuf::from(".cache"));
-    cache.join("islands").join("models").join(FILE_NAME)
+    Ok(cache.join("islands").join("models").join(FILE_NAME))
 }
 
 /// Reads the model file at `path`. With `verify`, a file of another size or hash is refused

@@ -26,7 +26,7 @@ mod kernels;
 mod layout;
 mod reference;
 
-pub use crate::error::ShapeError;
+pub use crate::error::{ProblemError, ShapeError};
 pub use kernels::*;
 pub use layout::*;
 pub use reference::*;
@@ -36,27 +36,25 @@ use cubecl::prelude::*;
 use half::f16;
 use island_runtime::Target;
 use island_runtime::readback::ReadError;
+use island_runtime::settings::{self, SettingError};
 use layout::check_shape;
 
 /// How a matvec launch is shaped, chosen per device: on a GPU 16 rows per cube and 2 groups per
 /// pipeline stage (the fastest of the shapes measured in `docs/perf.md`;
-/// `ISLANDS_MATVEC_PLANES` (1 to 32) and `ISLANDS_MATVEC_UNROLL` override them, for tuning); on
-/// the CPU runtime, which gives every unit of a cube with barriers its own thread, one row per
-/// cube.
-pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
-    let knob = |name: &str, default: usize| {
-        std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&v: &usize| v > 0).unwrap_or(default)
-    };
+/// `ISLANDS_MATVEC_PLANES` and `ISLANDS_MATVEC_UNROLL` override them, for tuning, and a value
+/// they do not accept is an error); on the CPU runtime, which gives every unit of a cube with
+/// barriers its own thread, one row per cube.
+pub fn config_for(client: &Client, rows: usize, cols: usize) -> Result<Config, SettingError> {
     let blocks_per_row = cols / BLOCK;
     if client.name() == "cpu" {
-        return Config { rows, blocks_per_row, planes: 1, unroll: 2 };
+        return Ok(Config { rows, blocks_per_row, planes: 1, unroll: 2 });
     }
-    Config {
+    Ok(Config {
         rows,
         blocks_per_row,
-        planes: knob("ISLANDS_MATVEC_PLANES", 16).min(32) as u32,
-        unroll: knob("ISLANDS_MATVEC_UNROLL", 2),
-    }
+        planes: settings::matvec_planes()?.unwrap_or(16),
+        unroll: settings::matvec_unroll()?.unwrap_or(2) as usize,
+    })
 }
 
 /// Units per cube of the activation quantizer (one unit per packed word): on a GPU 32, so that
@@ -65,15 +63,11 @@ pub fn config_for(client: &Client, rows: usize, cols: usize) -> Config {
 /// units are 8 aligned lanes of one plane) overrides it, for tuning. On the CPU runtime 8, one
 /// block per cube: an emulated plane shuffle synchronises the cube, and the CPU runtime gives
 /// each unit of such a cube its own thread, so fewer units a cube spin less at each barrier.
-fn quant_units(client: &Client) -> u32 {
+fn quant_units(client: &Client) -> Result<u32, SettingError> {
     if client.name() == "cpu" {
-        return 8;
+        return Ok(8);
     }
-    std::env::var("ISLANDS_QUANT_UNITS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v: &u32| (32..=1024).contains(v) && v.is_multiple_of(32))
-        .unwrap_or(32)
+    Ok(settings::quant_units()?.unwrap_or(32))
 }
 
 /// Device buffers of one matvec problem, created once (for repeated, kernel-only launches).
@@ -92,22 +86,23 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// Uploads `weights` and `x`; checks the shapes first.
-    pub fn new(client: &Client, weights: &Q8Weights, x: &[f32]) -> Result<Problem, ShapeError> {
+    /// Uploads `weights` and `x`; checks the shapes and the tuning settings first.
+    pub fn new(client: &Client, weights: &Q8Weights, x: &[f32]) -> Result<Problem, ProblemError> {
         check_shape(weights.rows, weights.cols)?;
         if x.len() != weights.cols {
             return Err(ShapeError(format!(
                 "the activation vector has {} values, the weights {} columns",
                 x.len(),
                 weights.cols
-            )));
+            ))
+            .into());
         }
         let blocks = weights.cols / BLOCK;
         Ok(Problem {
             rows: weights.rows,
             cols: weights.cols,
-            config: config_for(client, weights.rows, weights.cols),
-            quant_units: quant_units(client),
+            config: config_for(client, weights.rows, weights.cols)?,
+            quant_units: quant_units(client)?,
             wq: client.create_from_slice(i32::as_bytes(&weights.words)),
             wd: client.create_from_slice(f16::as_bytes(&weights.scales)),
             x: client.create_from_slice(f32::as_bytes(x)),

@@ -92,8 +92,9 @@ pub enum CellError {
     Shape { cell: String, reason: String },
     #[error("cell {cell}, candidate `{candidate}`: {reason}")]
     Launch { cell: String, candidate: String, reason: String },
-    #[error("ISLANDS_CANDIDATE=`{0}`: {1}")]
-    Setting(String, String),
+    /// `ISLANDS_CANDIDATE` or `ISLANDS_CELLS` is wrong (the error names which).
+    #[error(transparent)]
+    Setting(#[from] island_vocab::settings::SettingError),
     #[error("{0}")]
     Runtime(String),
 }

@@ -26,6 +26,7 @@ use crate::records::cell_record::{CellDecision, CellRecord};
 use crate::tag::target::Target;
 use crate::values::said::log_once_at;
 use cubecl::prelude::Client;
+use island_vocab::settings::{self, CANDIDATE, CELLS, Kind};
 use std::sync::{Mutex, OnceLock};
 
 /// What an op function runs.
@@ -60,21 +61,16 @@ pub enum Forced {
 impl Forced {
     /// Parses a value of `ISLANDS_CANDIDATE`; an incumbent's name must be registered somewhere.
     pub fn parse(value: &str) -> Result<Option<Forced>, CellError> {
-        Ok(match value.trim() {
-            "" => None,
-            "twin" => Some(Forced::Twin),
-            "default" => Some(Forced::Default),
-            "incumbent" => Some(Forced::Incumbent),
-            name => {
-                if !crate::launch::cell::all_incumbents().iter().any(|r| r.incumbent.name == name) {
-                    return Err(CellError::Setting(
-                        name.into(),
-                        "not `twin`, `default`, `incumbent` or the name of a registered incumbent".into(),
-                    ));
-                }
-                Some(Forced::Named(name.into()))
+        let Some(value) = CANDIDATE.parse(value, Kind::candidate)? else { return Ok(None) };
+        Ok(Some(match value.as_str() {
+            "twin" => Forced::Twin,
+            "default" => Forced::Default,
+            "incumbent" => Forced::Incumbent,
+            name if crate::launch::cell::all_incumbents().iter().any(|r| r.incumbent.name == name) => {
+                Forced::Named(value)
             }
-        })
+            name => return Err(CANDIDATE.error(name).into()),
+        }))
     }
 }
 
@@ -88,11 +84,12 @@ pub enum Keep {
 }
 
 impl Keep {
+    /// Parses a value of `ISLANDS_CELLS` (empty: the default, `exact`).
     pub fn parse(value: &str) -> Result<Keep, CellError> {
-        match value.trim() {
-            "" | "exact" => Ok(Keep::Exact),
+        match CELLS.word(value)? {
+            "exact" => Ok(Keep::Exact),
             "fastest" => Ok(Keep::Fastest),
-            other => Err(CellError::Setting(other.into(), "ISLANDS_CELLS is `exact` or `fastest`".into())),
+            _ => Err(CELLS.error(value).into()),
         }
     }
 }
@@ -100,7 +97,7 @@ impl Keep {
 /// This process's `ISLANDS_CELLS`, read once.
 pub fn keep() -> Result<Keep, &'static CellError> {
     static KEEP: OnceLock<Result<Keep, CellError>> = OnceLock::new();
-    KEEP.get_or_init(|| Keep::parse(&std::env::var("ISLANDS_CELLS").unwrap_or_default())).as_ref().copied()
+    KEEP.get_or_init(|| Keep::parse(settings::cells()?)).as_ref().copied()
 }
 
 /// Both settings of this process (`ISLANDS_CANDIDATE`, `ISLANDS_CELLS`), or the first that is
@@ -114,10 +111,7 @@ pub fn settings() -> Result<(), &'static CellError> {
 /// This process's `ISLANDS_CANDIDATE`, read once.
 pub fn forced() -> Result<Option<&'static Forced>, &'static CellError> {
     static FORCED: OnceLock<Result<Option<Forced>, CellError>> = OnceLock::new();
-    FORCED
-        .get_or_init(|| Forced::parse(&std::env::var("ISLANDS_CANDIDATE").unwrap_or_default()))
-        .as_ref()
-        .map(Option::as_ref)
+    FORCED.get_or_init(|| Forced::parse(&settings::candidate()?.unwrap_or_default())).as_ref().map(Option::as_ref)
 }
 
 /// Whether `name` was bit-exact at every shape of `record` (and ran at one at least).

@@ -1,32 +1,32 @@
 //! What a launch runs on a device: the ledger's records of that device, what the arm lowers
-//! natively there, and the policy (`ISLANDS_POLICY`).
+//! natively there, and the policy (`ISLANDS_POLICY`, read through `island_vocab::settings`).
 //!
 //! The policy's table of what runs is [`crate::records::view`]'s; this module reads this
 //! process's settings once.
 
 use crate::records::embedded::LedgerError;
 use crate::records::record::Record;
-use std::sync::OnceLock;
-
 use crate::records::view::Policy;
+use island_vocab::settings::{self, POLICY, SettingError};
+use std::sync::OnceLock;
 
 /// A setting of this process that launches cannot honour.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SettingsError {
-    #[error("ISLANDS_POLICY=`{0}` is not a policy; expected trust, strict or off")]
-    Policy(String),
+    #[error(transparent)]
+    Policy(#[from] SettingError),
     #[error(transparent)]
     Ledger(#[from] LedgerError),
 }
 
 impl Policy {
-    pub fn parse(s: &str) -> Result<Policy, SettingsError> {
-        match s.trim() {
-            "" | "trust" => Ok(Policy::Trust),
-            "strict" => Ok(Policy::Strict),
-            "off" => Ok(Policy::Off),
-            other => Err(SettingsError::Policy(other.to_string())),
-        }
+    /// A value of `ISLANDS_POLICY` (empty: the default, `trust`).
+    pub fn parse(s: &str) -> Result<Policy, SettingError> {
+        let word = POLICY.word(s)?;
+        [Policy::Trust, Policy::Strict, Policy::Off]
+            .into_iter()
+            .find(|p| p.to_string() == word)
+            .ok_or_else(|| POLICY.error(s))
     }
 }
 
@@ -44,7 +44,8 @@ pub fn settings() -> Result<&'static Settings, &'static SettingsError> {
     static SETTINGS: OnceLock<Result<Settings, SettingsError>> = OnceLock::new();
     SETTINGS
         .get_or_init(|| {
-            let policy = Policy::parse(&std::env::var("ISLANDS_POLICY").unwrap_or_default())?;
+            settings::warn_unknown();
+            let policy = Policy::parse(settings::policy()?)?;
             let records = crate::records::embedded::records().map_err(|e| SettingsError::Ledger(e.clone()))?;
             Ok(Settings { policy, records })
         })
@@ -60,6 +61,11 @@ mod tests {
         assert_eq!(Policy::parse(" strict ").unwrap(), Policy::Strict);
         assert_eq!(Policy::parse("").unwrap(), Policy::Trust);
         let e = Policy::parse("strcit").unwrap_err().to_string();
-        assert!(e.contains("strcit") && e.contains("trust, strict or off"), "{e}");
+        assert!(e.contains("ISLANDS_POLICY=`strcit`") && e.contains("trust, strict or off"), "{e}");
+        // Every word of the settings table is a policy.
+        let island_vocab::settings::Kind::Choice(words) = POLICY.kind else { panic!("{:?}", POLICY.kind) };
+        for word in words {
+            assert_eq!(Policy::parse(word).unwrap().to_string(), *word);
+        }
     }
 }

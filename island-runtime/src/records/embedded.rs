@@ -1,8 +1,11 @@
 //! The ledgers a process consults: each crate's `ledger.json`, embedded at build time by
 //! [`crate::ledger!`], and the files `ISLANDS_LEDGER` names.
 
+use crate::records::cell_record::CellRecord;
 use crate::records::ledger::Ledger;
 use crate::records::record::Record;
+use island_vocab::settings::{self, SettingError};
+use std::path::Path;
 use std::sync::OnceLock;
 
 /// A crate's ledger file, embedded at build time by [`crate::ledger!`].
@@ -43,17 +46,19 @@ pub fn embedded() -> Vec<&'static Embedded> {
 pub enum LedgerError {
     #[error("the ledger of `{krate}` ({path}) does not parse: {reason}")]
     Embedded { krate: &'static str, path: &'static str, reason: String },
+    #[error(transparent)]
+    Setting(#[from] SettingError),
     #[error("ISLANDS_LEDGER names `{path}`, which cannot be read: {reason}")]
     Unreadable { path: String, reason: String },
     #[error("ISLANDS_LEDGER names `{path}`, which does not parse as a ledger: {reason}")]
     Malformed { path: String, reason: String },
 }
 
-/// Every embedded ledger, then the files listed in `ISLANDS_LEDGER` (separated by `:`), whose
+/// Every embedded ledger, then the files of `ledger_paths` (`ISLANDS_LEDGER`'s), whose
 /// records replace embedded ones of the same key (a deployment's own gate results, without a
 /// rebuild), merged into one. A ledger that cannot be read or parsed is an error: its records may
 /// be the ones that decline an arm or keep an incumbent.
-fn load_all(ledger_paths: Option<&str>) -> Result<Ledger, LedgerError> {
+fn load_all<P: AsRef<Path>>(ledger_paths: &[P]) -> Result<Ledger, LedgerError> {
     let mut all = Ledger::default();
     let mut merge = |l: Ledger| {
         l.records.into_iter().for_each(|r| all.upsert(r));
@@ -66,33 +71,34 @@ fn load_all(ledger_paths: Option<&str>) -> Result<Ledger, LedgerError> {
             reason: e2.to_string(),
         })?);
     }
-    for path in ledger_paths.unwrap_or_default().split(':').filter(|p| !p.trim().is_empty()) {
+    for path in ledger_paths.iter().map(AsRef::as_ref) {
+        let shown = || path.display().to_string();
         let text = std::fs::read_to_string(path)
-            .map_err(|e| LedgerError::Unreadable { path: path.into(), reason: e.to_string() })?;
-        merge(Ledger::parse(&text).map_err(|e| LedgerError::Malformed { path: path.into(), reason: e.to_string() })?);
+            .map_err(|e| LedgerError::Unreadable { path: shown(), reason: e.to_string() })?;
+        merge(Ledger::parse(&text).map_err(|e| LedgerError::Malformed { path: shown(), reason: e.to_string() })?);
     }
     Ok(all)
 }
 
-/// The arm records launches consult ([`load_all`]'s).
-pub fn load(ledger_paths: Option<&str>) -> Result<Vec<Record>, LedgerError> {
+/// The arm records launches consult ([`load_all`]'s) with these ledger files.
+pub fn load<P: AsRef<Path>>(ledger_paths: &[P]) -> Result<Vec<Record>, LedgerError> {
     Ok(load_all(ledger_paths)?.records)
 }
 
 /// The cell records of every embedded ledger, then of the files of `ISLANDS_LEDGER` (which
 /// replace embedded ones of the same cell and device), read once per process.
-pub fn cell_records() -> Result<&'static [crate::records::cell_record::CellRecord], &'static LedgerError> {
-    static ALL: OnceLock<Result<Vec<crate::records::cell_record::CellRecord>, LedgerError>> = OnceLock::new();
-    ALL.get_or_init(|| load_cells(std::env::var("ISLANDS_LEDGER").ok().as_deref())).as_ref().map(Vec::as_slice)
+pub fn cell_records() -> Result<&'static [CellRecord], &'static LedgerError> {
+    static ALL: OnceLock<Result<Vec<CellRecord>, LedgerError>> = OnceLock::new();
+    ALL.get_or_init(|| load_cells(&settings::ledger()?)).as_ref().map(Vec::as_slice)
 }
 
-/// [`cell_records`] for an explicit `ISLANDS_LEDGER` value.
-pub fn load_cells(ledger_paths: Option<&str>) -> Result<Vec<crate::records::cell_record::CellRecord>, LedgerError> {
+/// [`cell_records`] with these ledger files.
+pub fn load_cells<P: AsRef<Path>>(ledger_paths: &[P]) -> Result<Vec<CellRecord>, LedgerError> {
     Ok(load_all(ledger_paths)?.cells)
 }
 
 /// [`load`] with this process's `ISLANDS_LEDGER`, once.
 pub fn records() -> Result<&'static [Record], &'static LedgerError> {
     static ALL: OnceLock<Result<Vec<Record>, LedgerError>> = OnceLock::new();
-    ALL.get_or_init(|| load(std::env::var("ISLANDS_LEDGER").ok().as_deref())).as_ref().map(Vec::as_slice)
+    ALL.get_or_init(|| load(&settings::ledger()?)).as_ref().map(Vec::as_slice)
 }

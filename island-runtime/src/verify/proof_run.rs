@@ -3,6 +3,7 @@
 
 use crate::values::inputs::Group;
 use island_vocab::Expect;
+use island_vocab::settings::{self, SettingError};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -29,51 +30,16 @@ impl Default for ProofOptions {
 }
 
 impl ProofOptions {
-    /// The defaults, overridden by `ISLANDS_SEED` (decimal or 0x-hex), `ISLANDS_LANES` and
-    /// `ISLANDS_DEPTH`. A value that does not parse is an error that names it: a typo must not
-    /// silently prove with the default.
+    /// The defaults, overridden by `ISLANDS_SEED`, `ISLANDS_LANES` and `ISLANDS_DEPTH`
+    /// ([`island_vocab::settings`]). A value that does not parse is an error that names it: a
+    /// typo must not silently prove with the default.
     pub fn from_env() -> Result<ProofOptions, SettingError> {
-        let mut options = ProofOptions::default();
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        if let Some(s) = var("ISLANDS_SEED") {
-            options.seed = parse_seed(s.trim()).ok_or_else(|| SettingError {
-                name: "ISLANDS_SEED",
-                value: s.clone(),
-                expected: "a decimal or 0x-hex number",
-            })?;
-        }
-        if let Some(s) = var("ISLANDS_LANES") {
-            options.lanes = Some(s.trim().parse().map_err(|_| SettingError {
-                name: "ISLANDS_LANES",
-                value: s.clone(),
-                expected: "a lane count",
-            })?);
-        }
-        if let Some(s) = var("ISLANDS_DEPTH") {
-            options.depth = s.trim().parse().ok().filter(|d| (1..=64).contains(d)).ok_or_else(|| SettingError {
-                name: "ISLANDS_DEPTH",
-                value: s.clone(),
-                expected: "a depth from 1 to 64",
-            })?;
-        }
-        Ok(options)
-    }
-}
-
-/// A proof setting of the environment that does not parse, named.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{name}=`{value}` is not {expected}")]
-pub struct SettingError {
-    pub name: &'static str,
-    pub value: String,
-    pub expected: &'static str,
-}
-
-/// A seed written in decimal or `0x` hex.
-pub fn parse_seed(s: &str) -> Option<u64> {
-    match s.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => s.parse().ok(),
+        let default = ProofOptions::default();
+        Ok(ProofOptions {
+            seed: settings::seed()?.unwrap_or(default.seed),
+            lanes: settings::lanes()?.or(default.lanes),
+            depth: settings::depth()?.unwrap_or(default.depth),
+        })
     }
 }
 
@@ -162,5 +128,16 @@ impl ProofRun {
                 Some(reason)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_settings_table_s() {
+        assert_eq!(settings::parse_seed(settings::SEED.default), Some(DEFAULT_SEED));
+        assert_eq!(settings::DEPTH.default.parse(), Ok(ProofOptions::default().depth));
     }
 }
