@@ -554,163 +554,138 @@ fn block_offsets(#[comptime] k: u32, #[comptime] n: u32, #[comptime] cfg: Config
     )
 }
 
-/// The GEMM on [`CONFIG`]'s blocks.
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG);
-    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
-    island! {
-        proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
-              c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm == 90 => block_tensor_cores::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG, target),
-        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG),
-    }
+/// The size of the block an entry point's island is proven on: `k` of [`PROOF_K`] (five stages
+/// of [`STAGE_K`], so every pipeline refills every slot), the configuration's `n`.
+pub const PROOF_K: u32 = 640;
+
+/// Per-cube lengths of a block's proof inputs for `cfg`: `a`'s and `bᵀ`'s rows of [`PROOF_K`]
+/// bytes in 16-byte words, and `c`'s pairs.
+pub const fn proof_a_words(cfg: Config) -> u32 {
+    cfg.block_m() * PROOF_K / 16
+}
+pub const fn proof_b_words(cfg: Config) -> u32 {
+    cfg.block_n * PROOF_K / 16
+}
+pub const fn proof_c_pairs(cfg: Config) -> u32 {
+    cfg.block_m() * cfg.block_n / 2
 }
 
-/// The GEMM on [`CONFIG_N256`]'s blocks.
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma_n256(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG_N256);
-    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
-    island! {
-        proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 10240],
-              c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 256), cube_dim = 256;
-        cuda if sm == 90 => block_tensor_cores::<Const<128>>(a_block, b_block, c_block, k, n, CONFIG_N256, target),
-        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_N256),
-    }
+/// One entry point of the GEMM for a configuration whose pipeline reads shared memory through
+/// `a_block`, `b_block` (cube barrier, mbarrier): its island proves the configuration's block on
+/// the tensor cores against `default`. `$n` is the `N` of each warpgroup's `wgmma`.
+macro_rules! gemm_entry {
+    ($(#[$doc:meta])* $name:ident, $cfg:ident, $n:ty) => {
+        $(#[$doc])*
+        #[islands]
+        #[cube(launch)]
+        pub fn $name(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
+            let (oa, ob, oc) = block_offsets(k, n, $cfg);
+            let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
+            island! {
+                proof(a_block: &[Vector<i32, Const<4>>; crate::gemm_i8_wgmma::proof_a_words(crate::gemm_i8_wgmma::$cfg)],
+                      b_block: &[Vector<i32, Const<4>>; crate::gemm_i8_wgmma::proof_b_words(crate::gemm_i8_wgmma::$cfg)],
+                      c_block: &mut [Vector<i32, Const<2>>; crate::gemm_i8_wgmma::proof_c_pairs(crate::gemm_i8_wgmma::$cfg)],
+                      k: u32 = crate::gemm_i8_wgmma::PROOF_K, n: u32 = crate::gemm_i8_wgmma::$cfg.block_n),
+                      cube_dim = crate::gemm_i8_wgmma::$cfg.units();
+                cuda if sm == 90 => block_tensor_cores::<$n>(a_block, b_block, c_block, k, n, $cfg, target),
+                default => block_scalar(a_block, b_block, c_block, k, n, $cfg),
+            }
+        }
+    };
 }
 
-/// The GEMM on [`CONFIG_MBARRIER`]'s blocks.
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma_mbarrier(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG_MBARRIER);
-    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
-    island! {
-        proof(a_block: &[Vector<i32, Const<4>>; 10240], b_block: &[Vector<i32, Const<4>>; 5120],
-              c_block: &mut [Vector<i32, Const<2>>; 16384], k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm == 90 => block_tensor_cores::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_MBARRIER, target),
-        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_MBARRIER),
-    }
-}
-
-/// The GEMM on [`CONFIG_M128`]'s blocks.
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma_m128(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, #[comptime] n: u32) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG_M128);
-    let (a_block, b_block, c_block) = (&a[oa..], &bt[ob..], &mut c[oc..]);
-    island! {
-        proof(a_block: &[Vector<i32, Const<4>>; 5120], b_block: &[Vector<i32, Const<4>>; 5120],
-              c_block: &mut [Vector<i32, Const<2>>; 8192], k: u32 = 640, n: u32 = 128), cube_dim = 256;
-        cuda if sm == 90 => block_tensor_cores::<Const<64>>(a_block, b_block, c_block, k, n, CONFIG_M128, target),
-        default => block_scalar(a_block, b_block, c_block, k, n, CONFIG_M128),
-    }
-}
-
-/// The GEMM on [`CONFIG_TMA`]'s blocks: the island reads the whole operands through their
-/// tensor maps (`map_a`, `map_b`, one `u32` slice of 32 words each, [`Maps`]).
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma_tma(
+/// The block of a TMA pipeline: [`block_wgmma_tma`] or, on [`Pipeline::TmaLoop`],
+/// [`block_wgmma_tma_loop`] (chosen while the kernel is expanded).
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn block_tma_pipeline<N: Size>(
     a: &[Word],
-    bt: &[Word],
     map_a: &[u32],
+    ya: u32,
+    bt: &[Word],
     map_b: &[u32],
+    yb: u32,
     c: &mut [Pair],
     #[comptime] k: u32,
     #[comptime] n: u32,
+    #[comptime] cfg: Config,
+    #[comptime] target: Target,
 ) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA);
-    let (ya, yb) = (CUBE_POS_Y * comptime!(CONFIG_TMA.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA.block_n));
-    let c_block = &mut c[oc..];
-    island! {
-        proof(a: &[Vector<i32, Const<4>>; 10240], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA)),
-              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA)),
-              c_block: &mut [Vector<i32, Const<2>>; 16384], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
-              k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm == 90 => block_wgmma_tma::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA, target),
-        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA),
+    if comptime!(cfg.pipeline == Pipeline::TmaLoop) {
+        block_wgmma_tma_loop::<N>(a, map_a, ya, bt, map_b, yb, c, k, n, cfg, target);
+    } else {
+        block_wgmma_tma::<N>(a, map_a, ya, bt, map_b, yb, c, k, n, cfg, target);
     }
 }
 
-/// The GEMM on [`CONFIG_TMA_M128`]'s blocks, as [`gemm_i8_wgmma_tma`].
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma_tma_m128(
-    a: &[Word],
-    bt: &[Word],
-    map_a: &[u32],
-    map_b: &[u32],
-    c: &mut [Pair],
-    #[comptime] k: u32,
-    #[comptime] n: u32,
-) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA_M128);
-    let (ya, yb) = (CUBE_POS_Y * comptime!(CONFIG_TMA_M128.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA_M128.block_n));
-    let c_block = &mut c[oc..];
-    island! {
-        proof(a: &[Vector<i32, Const<4>>; 5120], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA_M128)),
-              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA_M128)),
-              c_block: &mut [Vector<i32, Const<2>>; 8192], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
-              k: u32 = 640, n: u32 = 128), cube_dim = 256;
-        cuda if sm == 90 => block_wgmma_tma::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA_M128, target),
-        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA_M128),
-    }
+/// One entry point of the GEMM for a configuration on a TMA pipeline: the island reads the whole
+/// operands through their tensor maps (`map_a`, `map_b`, one `u32` slice of 32 words each,
+/// [`Maps`]).
+macro_rules! gemm_tma_entry {
+    ($(#[$doc:meta])* $name:ident, $cfg:ident) => {
+        $(#[$doc])*
+        #[islands]
+        #[cube(launch)]
+        pub fn $name(
+            a: &[Word],
+            bt: &[Word],
+            map_a: &[u32],
+            map_b: &[u32],
+            c: &mut [Pair],
+            #[comptime] k: u32,
+            #[comptime] n: u32,
+        ) {
+            let (oa, ob, oc) = block_offsets(k, n, $cfg);
+            let (ya, yb) = (CUBE_POS_Y * comptime!($cfg.block_m()), CUBE_POS_X * comptime!($cfg.block_n));
+            let c_block = &mut c[oc..];
+            island! {
+                proof(a: &[Vector<i32, Const<4>>; crate::gemm_i8_wgmma::proof_a_words(crate::gemm_i8_wgmma::$cfg)],
+                      map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(crate::gemm_i8_wgmma::PROOF_K, crate::gemm_i8_wgmma::$cfg)),
+                      bt: &[Vector<i32, Const<4>>; crate::gemm_i8_wgmma::proof_b_words(crate::gemm_i8_wgmma::$cfg)],
+                      map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(crate::gemm_i8_wgmma::PROOF_K, crate::gemm_i8_wgmma::$cfg)),
+                      c_block: &mut [Vector<i32, Const<2>>; crate::gemm_i8_wgmma::proof_c_pairs(crate::gemm_i8_wgmma::$cfg)],
+                      oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
+                      k: u32 = crate::gemm_i8_wgmma::PROOF_K, n: u32 = crate::gemm_i8_wgmma::$cfg.block_n),
+                      cube_dim = crate::gemm_i8_wgmma::$cfg.units();
+                cuda if sm == 90 => block_tma_pipeline::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, $cfg, target),
+                default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, $cfg),
+            }
+        }
+    };
 }
 
-/// The GEMM on [`CONFIG_TMA_LOOP`]'s blocks, as [`gemm_i8_wgmma_tma`].
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma_tma_loop(
-    a: &[Word],
-    bt: &[Word],
-    map_a: &[u32],
-    map_b: &[u32],
-    c: &mut [Pair],
-    #[comptime] k: u32,
-    #[comptime] n: u32,
-) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA_LOOP);
-    let (ya, yb) = (CUBE_POS_Y * comptime!(CONFIG_TMA_LOOP.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA_LOOP.block_n));
-    let c_block = &mut c[oc..];
-    island! {
-        proof(a: &[Vector<i32, Const<4>>; 10240], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP)),
-              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP)),
-              c_block: &mut [Vector<i32, Const<2>>; 16384], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
-              k: u32 = 640, n: u32 = 128), cube_dim = 512;
-        cuda if sm == 90 => block_wgmma_tma_loop::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA_LOOP, target),
-        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA_LOOP),
-    }
-}
-
-/// The GEMM on [`CONFIG_TMA_LOOP_M128`]'s blocks, as [`gemm_i8_wgmma_tma`].
-#[islands]
-#[cube(launch)]
-pub fn gemm_i8_wgmma_tma_loop_m128(
-    a: &[Word],
-    bt: &[Word],
-    map_a: &[u32],
-    map_b: &[u32],
-    c: &mut [Pair],
-    #[comptime] k: u32,
-    #[comptime] n: u32,
-) {
-    let (oa, ob, oc) = block_offsets(k, n, CONFIG_TMA_LOOP_M128);
-    let (ya, yb) =
-        (CUBE_POS_Y * comptime!(CONFIG_TMA_LOOP_M128.block_m()), CUBE_POS_X * comptime!(CONFIG_TMA_LOOP_M128.block_n));
-    let c_block = &mut c[oc..];
-    island! {
-        proof(a: &[Vector<i32, Const<4>>; 5120], map_a: tensor_map(a, crate::gemm_i8_wgmma::tile_a(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP_M128)),
-              bt: &[Vector<i32, Const<4>>; 5120], map_b: tensor_map(bt, crate::gemm_i8_wgmma::tile_b(640, crate::gemm_i8_wgmma::CONFIG_TMA_LOOP_M128)),
-              c_block: &mut [Vector<i32, Const<2>>; 8192], oa: usize = 0, ob: usize = 0, ya: u32 = 0, yb: u32 = 0,
-              k: u32 = 640, n: u32 = 128), cube_dim = 256;
-        cuda if sm == 90 => block_wgmma_tma_loop::<Const<64>>(a, map_a, ya, bt, map_b, yb, c_block, k, n, CONFIG_TMA_LOOP_M128, target),
-        default => block_scalar(&a[oa..], &bt[ob..], c_block, k, n, CONFIG_TMA_LOOP_M128),
-    }
-}
+gemm_entry!(
+    /// The GEMM on [`CONFIG`]'s blocks.
+    gemm_i8_wgmma, CONFIG, Const<64>
+);
+gemm_entry!(
+    /// The GEMM on [`CONFIG_N256`]'s blocks.
+    gemm_i8_wgmma_n256, CONFIG_N256, Const<128>
+);
+gemm_entry!(
+    /// The GEMM on [`CONFIG_MBARRIER`]'s blocks.
+    gemm_i8_wgmma_mbarrier, CONFIG_MBARRIER, Const<64>
+);
+gemm_entry!(
+    /// The GEMM on [`CONFIG_M128`]'s blocks.
+    gemm_i8_wgmma_m128, CONFIG_M128, Const<64>
+);
+gemm_tma_entry!(
+    /// The GEMM on [`CONFIG_TMA`]'s blocks through tensor maps.
+    gemm_i8_wgmma_tma, CONFIG_TMA
+);
+gemm_tma_entry!(
+    /// The GEMM on [`CONFIG_TMA_M128`]'s blocks, as [`gemm_i8_wgmma_tma`].
+    gemm_i8_wgmma_tma_m128, CONFIG_TMA_M128
+);
+gemm_tma_entry!(
+    /// The GEMM on [`CONFIG_TMA_LOOP`]'s blocks, as [`gemm_i8_wgmma_tma`].
+    gemm_i8_wgmma_tma_loop, CONFIG_TMA_LOOP
+);
+gemm_tma_entry!(
+    /// The GEMM on [`CONFIG_TMA_LOOP_M128`]'s blocks, as [`gemm_i8_wgmma_tma`].
+    gemm_i8_wgmma_tma_loop_m128, CONFIG_TMA_LOOP_M128
+);
 
 /// The tensor maps of a TMA variant's operands, encoded once for their buffers: each one 128
 /// bytes in a buffer of its own, as the kernel reads it.

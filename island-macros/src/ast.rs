@@ -35,7 +35,7 @@ pub struct ProofSig {
     pub span: Span,
     pub params: Vec<ProofParam>,
     pub output: Option<Type>,
-    pub cube_dim: Option<(u32, Span)>,
+    pub cube_dim: Option<(Expr, Span)>,
     pub lanes: Option<u32>,
     pub contract: Option<ContractSpec>,
     /// `dont_care = <bool expr>`: the lanes whose value the island leaves undefined, as a
@@ -52,8 +52,9 @@ pub struct ProofParam {
 pub enum ParamShape {
     /// `x: T`: one value per lane.
     Lane(Type),
-    /// `x: &[T; N]` or `x: &mut [T; N]`: a slice of N values per cube.
-    Cube { elem: Type, len: u32, mutable: bool },
+    /// `x: &[T; N]` or `x: &mut [T; N]`: a slice of N values per cube. N is an integer literal
+    /// or a constant expression (`tile_len(CONFIG)`), evaluated where the island is registered.
+    Cube { elem: Type, len: Expr, mutable: bool },
     /// `x: T = expr`: a constant the island reads (a stride, a tile count), not generated.
     Const { ty: Type, value: Expr },
     /// `map: tensor_map(src, TILE)`: per cube, the tensor map of that cube's slice of the per-cube

@@ -208,7 +208,23 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                 });
             }
             ParamShape::Cube { elem, len, mutable } => {
-                let len_usize = *len as usize;
+                // A literal stays a literal in the kernel; an expression is evaluated while the
+                // kernel is expanded (`comptime!`), so both give the kernel the same constant.
+                let (len_usize, len_u32) = match len {
+                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
+                        let n = i.base10_parse::<u32>().unwrap_or_default();
+                        let n_usize = n as usize;
+                        (quote!(#n_usize), quote!(#n))
+                    }
+                    expr => (
+                        quote!(comptime!((#expr) as usize)),
+                        quote!({
+                            const LEN: u32 = (#expr) as u32;
+                            assert!(LEN > 0, "a per-cube proof input holds at least one value");
+                            LEN
+                        }),
+                    ),
+                };
                 if *mutable {
                     params.push(quote!(#buffer: &mut [#elem]));
                     loads.push(
@@ -224,7 +240,7 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
                         name: #label,
                         kind: <#elem as #rt::ProofValue>::KIND,
                         width: <#elem as #rt::ProofValue>::WIDTH,
-                        shape: #rt::lifted::Shape::Cube(#len),
+                        shape: #rt::lifted::Shape::Cube(#len_u32),
                         mutable: #mutable,
                     }
                 });
@@ -266,7 +282,18 @@ fn lifted(sig: &ProofSig, cx: &Context, select: &Expr) -> TokenStream {
     };
     let buffers = descs.len() + usize::from(sig.output.is_some()) + usize::from(sig.dont_care.is_some());
     let args = (0..buffers).map(|i| quote!(args.buffer(#i)));
-    let cube_dim = sig.cube_dim.map_or(64, |(v, _)| v);
+    let cube_dim = match &sig.cube_dim {
+        None => quote!(64u32),
+        Some((syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(lit), .. }), _)) => {
+            let n = lit.base10_parse::<u32>().unwrap_or_default();
+            quote!(#n)
+        }
+        Some((value, _)) => quote!({
+            const CUBE_DIM: u32 = (#value) as u32;
+            assert!(CUBE_DIM >= 1 && CUBE_DIM <= 1024, "cube_dim must be between 1 and 1024");
+            CUBE_DIM
+        }),
+    };
     let lanes = sig.lanes.unwrap_or(0);
     let contract = match &sig.contract {
         None => quote!(#rt::Contract::Exact),

@@ -46,12 +46,17 @@ fn parse_proof(input: ParseStream) -> syn::Result<ProofSig> {
         input.parse::<Token![=]>()?;
         match key.to_string().as_str() {
             "cube_dim" => {
-                let lit: LitInt = input.parse()?;
-                let value: u32 = lit.base10_parse()?;
-                if value == 0 || value > 1024 {
-                    return Err(syn::Error::new(lit.span(), "cube_dim must be between 1 and 1024"));
+                // A literal or a constant expression (`CONFIG.units()`); a literal is checked
+                // here, an expression where the island is registered.
+                let value: Expr = input.parse()?;
+                if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(lit), .. }) = &value {
+                    let n: u32 = lit.base10_parse()?;
+                    if n == 0 || n > 1024 {
+                        return Err(syn::Error::new(lit.span(), "cube_dim must be between 1 and 1024"));
+                    }
                 }
-                sig.cube_dim = Some((value, lit.span()));
+                let span = value.span();
+                sig.cube_dim = Some((value, span));
             }
             "lanes" => {
                 let lit: LitInt = input.parse()?;
@@ -96,16 +101,17 @@ fn parse_param(input: ParseStream) -> syn::Result<ProofParam> {
     let shape = match ty {
         Type::Reference(r) => match *r.elem {
             Type::Array(arr) => {
-                let len = match &arr.len {
-                    Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u32>()?,
-                    other => {
-                        return Err(syn::Error::new(
-                            other.span(),
-                            "the length of a per-cube input must be an integer literal",
-                        ));
-                    }
-                };
-                ParamShape::Cube { elem: *arr.elem, len, mutable: r.mutability.is_some() }
+                // A literal is checked here; a constant expression when the island's registration
+                // is evaluated (a constant of zero fails to compile there).
+                if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) = &arr.len
+                    && i.base10_parse::<u32>()? == 0
+                {
+                    return Err(syn::Error::new(
+                        i.span(),
+                        "a per-cube input holds at least one value: its length is 0",
+                    ));
+                }
+                ParamShape::Cube { elem: *arr.elem, len: arr.len, mutable: r.mutability.is_some() }
             }
             other => {
                 return Err(syn::Error::new(

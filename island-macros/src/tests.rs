@@ -6,7 +6,7 @@
 use crate::ast::{Island, Pattern};
 use island_vocab::{Atom, Backend, CAPABILITIES, Capability, Cmp, Elem, Expect, Mma};
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{ToTokens, quote};
 
 fn parse(tokens: TokenStream) -> syn::Result<Island> {
     crate::parse::island(Span::call_site(), tokens)
@@ -168,7 +168,10 @@ fn parse_errors_name_the_mistake() {
         (quote!(proof(x: i32) -> i32, cube_dim = 0; default => 0), "cube_dim must be between 1 and 1024"),
         (quote!(proof(x: i32) -> i32, cube_dim = 2048; default => 0), "cube_dim must be between 1 and 1024"),
         (quote!(proof(x: i32) -> i32, warps = 2; default => 0), "unknown proof option `warps`"),
-        (quote!(proof(x: &[i32; N]) -> i32; default => 0), "the length of a per-cube input must be an integer literal"),
+        (
+            quote!(proof(x: &[i32; 0]) -> i32; default => 0),
+            "a per-cube input holds at least one value: its length is 0",
+        ),
         (quote!(proof(x: &i32) -> i32; default => 0), "a proof input is a scalar"),
         (quote!(proof(x: f32) -> f32, contract = ulps(1, "r"); default => 0), "unknown contract `ulps`"),
         (
@@ -198,7 +201,7 @@ fn well_formed_proof_signatures_parse() {
     .unwrap();
     let sig = island.proof.expect("a signature");
     assert_eq!(sig.params.len(), 4);
-    assert_eq!(sig.cube_dim.map(|c| c.0), Some(128));
+    assert_eq!(sig.cube_dim.map(|c| c.0.to_token_stream().to_string()).as_deref(), Some("128"));
     assert_eq!(sig.lanes, Some(4096));
     assert!(matches!(
         sig.contract,

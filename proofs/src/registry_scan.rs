@@ -4,9 +4,10 @@
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use std::path::Path;
 
-/// Accelerated arms of every `island!` in the `.rs` files under `dir`, nested ones included.
+/// Accelerated arms of every `island!` in the `.rs` files under `dir`, nested ones included; an
+/// `island!` in a `macro_rules!` body counts once per invocation of that macro in its file.
 pub fn count_arms(dir: &Path) -> Result<usize, String> {
-    count_with(dir, count_in)
+    count_with(dir, count_file)
 }
 
 /// Intrinsics registered in the `.rs` files under `dir`: `#[intrinsic(…)]` attributes, by any
@@ -62,7 +63,58 @@ pub fn intrinsics_in(tokens: TokenStream) -> usize {
     total
 }
 
-/// Arms in every `island! { … }` of a token stream.
+/// Arms in a file: its `island!`s outside macro bodies, plus, for each `macro_rules!` whose body
+/// holds `island!`s, their arms times the macro's invocations in the file.
+pub fn count_file(tokens: TokenStream) -> usize {
+    let mut macros = Vec::new();
+    macros_in(tokens.clone(), &mut macros);
+    count_in(tokens.clone()) + macros.iter().map(|(name, arms)| arms * invocations(tokens.clone(), name)).sum::<usize>()
+}
+
+/// `macro_rules! NAME { … }` definitions at any depth, with the island arms their bodies hold.
+fn macros_in(tokens: TokenStream, out: &mut Vec<(String, usize)>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, tt) in tokens.iter().enumerate() {
+        if let TokenTree::Group(g) = tt {
+            match macro_name(&tokens, i) {
+                Some(name) => out.push((name, count_in(g.stream()))),
+                None => macros_in(g.stream(), out),
+            }
+        }
+    }
+}
+
+/// The name of the `macro_rules!` whose body is the group at `tokens[i]`, if it is one.
+fn macro_name(tokens: &[TokenTree], i: usize) -> Option<String> {
+    match (i.checked_sub(3).map(|j| &tokens[j..i]), &tokens[i]) {
+        (Some([TokenTree::Ident(kw), TokenTree::Punct(bang), TokenTree::Ident(name)]), TokenTree::Group(_))
+            if kw == "macro_rules" && bang.as_char() == '!' =>
+        {
+            Some(name.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Invocations `name!(…)` (any delimiter) in a token stream, outside `macro_rules!` bodies.
+fn invocations(tokens: TokenStream, name: &str) -> usize {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut total = 0;
+    for (i, tt) in tokens.iter().enumerate() {
+        if let TokenTree::Group(g) = tt {
+            let invoked = i >= 2
+                && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '!')
+                && matches!(&tokens[i - 2], TokenTree::Ident(id) if id == name);
+            total += usize::from(invoked);
+            if macro_name(&tokens, i).is_none() {
+                total += invocations(g.stream(), name);
+            }
+        }
+    }
+    total
+}
+
+/// Arms in every `island! { … }` of a token stream, outside `macro_rules!` bodies.
 pub fn count_in(tokens: TokenStream) -> usize {
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let mut total = 0;
@@ -74,7 +126,9 @@ pub fn count_in(tokens: TokenStream) -> usize {
             if is_island && g.delimiter() != Delimiter::None {
                 total += accelerated_arms(g.stream());
             }
-            total += count_in(g.stream());
+            if macro_name(&tokens, i).is_none() {
+                total += count_in(g.stream());
+            }
         }
     }
     total
@@ -105,6 +159,15 @@ mod tests {
     fn counts_nested_and_skips_default() {
         let src = "fn f() { let x = island! { cuda | hip if sm >= 61 => a(island!{ vulkan => 1, default => 2 }), metal => { b }, default => c }; }";
         assert_eq!(count_in(src.parse().unwrap()), 3);
+    }
+
+    #[test]
+    fn counts_a_macro_bodys_arms_once_per_invocation() {
+        let src = "macro_rules! entry { ($n:ident) => { fn $n() { island! { cuda => 1, hip => 2, default => 3 } } }; }
+                   entry!(a); entry!(b); mod m { entry! { c } }
+                   fn f() { island! { cuda => 1, default => 2 } }";
+        assert_eq!(count_file(src.parse().unwrap()), 2 * 3 + 1);
+        assert_eq!(count_in(src.parse().unwrap()), 1, "a macro body alone counts nothing");
     }
 
     #[test]
