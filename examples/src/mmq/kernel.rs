@@ -447,77 +447,71 @@ fn block_scalar(
     }
 }
 
-/// The Q8_0 MMQ: cube (x, y) computes tokens `x·block_n…` of weight rows `y·block_m…`.
-#[allow(clippy::too_many_arguments)]
-#[islands]
-#[cube(launch)]
-pub fn mmq_q8_0(
-    wq: &[Word],
-    wd: &[Scales],
-    wm: &[Scales],
-    xq: &[Word],
-    xd: &[Scales],
-    xs: &[Scales],
-    y: &mut [f32],
-    #[comptime] m: u32,
-    #[comptime] k: u32,
-    #[comptime] n: u32,
-) {
-    let (row0, col0) = (CUBE_POS_Y * CONFIG.block_m(), CUBE_POS_X * CONFIG.block_n());
-    let wq_block = &wq[(row0 * comptime!(k / 16)) as usize..];
-    let wd_block = &wd[(row0 / 4) as usize..];
-    let wm_block = &wm[(row0 / 4) as usize..];
-    let xq_block = &xq[(col0 * comptime!(k / 16)) as usize..];
-    let xd_block = &xd[(col0 / 4) as usize..];
-    let xs_block = &xs[(col0 / 4) as usize..];
-    let y_block = &mut y[(col0 * m + row0) as usize..];
-    island! {
-        proof(wq_block: &[Vector<i32, Const<4>>; 3072], wd_block: &[Vector<f32, Const<4>>; 384],
-              wm_block: &[Vector<f32, Const<4>>; 384], xq_block: &[Vector<i32, Const<4>>; 3072],
-              xd_block: &[Vector<f32, Const<4>>; 384], xs_block: &[Vector<f32, Const<4>>; 384],
-              y_block: &mut [f32; 16384], m: u32 = 128, k: u32 = 384, n: u32 = 128), cube_dim = 256;
-        cuda if sm >= 80 => block_mma(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
-                                      comptime!((m, k, n)), Quant::Q8_0, target),
-        default => block_scalar(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
-                                comptime!((m, k, n)), Quant::Q8_0, target),
-    }
+/// The block an MMQ island is proven on: [`CONFIG`]'s 128×128 outputs over `k` of
+/// [`PROOF_K`] (twelve quant blocks, three stages of the pipeline).
+pub const PROOF_K: u32 = 384;
+
+/// 16-byte words of quants in one row of `k` weights of `quant`.
+pub const fn row_words(quant: Quant, k: u32) -> u32 {
+    k / 32 * quant.quant_bytes() as u32 / 16
 }
 
-/// The Q4_1 MMQ: the same kernel with the quant type Q4_1 (rows of `k / 2` bytes).
-#[allow(clippy::too_many_arguments)]
-#[islands]
-#[cube(launch)]
-pub fn mmq_q4_1(
-    wq: &[Word],
-    wd: &[Scales],
-    wm: &[Scales],
-    xq: &[Word],
-    xd: &[Scales],
-    xs: &[Scales],
-    y: &mut [f32],
-    #[comptime] m: u32,
-    #[comptime] k: u32,
-    #[comptime] n: u32,
-) {
-    let (row0, col0) = (CUBE_POS_Y * CONFIG.block_m(), CUBE_POS_X * CONFIG.block_n());
-    let wq_block = &wq[(row0 * comptime!(k / 32)) as usize..];
-    let wd_block = &wd[(row0 / 4) as usize..];
-    let wm_block = &wm[(row0 / 4) as usize..];
-    let xq_block = &xq[(col0 * comptime!(k / 16)) as usize..];
-    let xd_block = &xd[(col0 / 4) as usize..];
-    let xs_block = &xs[(col0 / 4) as usize..];
-    let y_block = &mut y[(col0 * m + row0) as usize..];
-    island! {
-        proof(wq_block: &[Vector<i32, Const<4>>; 1536], wd_block: &[Vector<f32, Const<4>>; 384],
-              wm_block: &[Vector<f32, Const<4>>; 384], xq_block: &[Vector<i32, Const<4>>; 3072],
-              xd_block: &[Vector<f32, Const<4>>; 384], xs_block: &[Vector<f32, Const<4>>; 384],
-              y_block: &mut [f32; 16384], m: u32 = 128, k: u32 = 384, n: u32 = 128), cube_dim = 256;
-        cuda if sm >= 80 => block_mma(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
-                                      comptime!((m, k, n)), Quant::Q4_1, target),
-        default => block_scalar(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
-                                comptime!((m, k, n)), Quant::Q4_1, target),
-    }
+/// The words of quants of a proof block's weight rows.
+pub const fn proof_wq_words(quant: Quant) -> u32 {
+    CONFIG.block_m() * row_words(quant, PROOF_K)
 }
+
+/// One MMQ entry point per quant type: cube (x, y) computes tokens `x·block_n…` of weight rows
+/// `y·block_m…`, the block on the tensor cores (`mma.sync`) or by `default`'s definition.
+macro_rules! mmq_entry {
+    ($(#[$doc:meta])* $name:ident, $quant:ident) => {
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        #[islands]
+        #[cube(launch)]
+        pub fn $name(
+            wq: &[Word],
+            wd: &[Scales],
+            wm: &[Scales],
+            xq: &[Word],
+            xd: &[Scales],
+            xs: &[Scales],
+            y: &mut [f32],
+            #[comptime] m: u32,
+            #[comptime] k: u32,
+            #[comptime] n: u32,
+        ) {
+            let (row0, col0) = (CUBE_POS_Y * CONFIG.block_m(), CUBE_POS_X * CONFIG.block_n());
+            let wq_block = &wq[(row0 * comptime!(row_words(Quant::$quant, k))) as usize..];
+            let wd_block = &wd[(row0 / 4) as usize..];
+            let wm_block = &wm[(row0 / 4) as usize..];
+            let xq_block = &xq[(col0 * comptime!(k / 16)) as usize..];
+            let xd_block = &xd[(col0 / 4) as usize..];
+            let xs_block = &xs[(col0 / 4) as usize..];
+            let y_block = &mut y[(col0 * m + row0) as usize..];
+            island! {
+                proof(wq_block: &[Vector<i32, Const<4>>; crate::mmq::proof_wq_words(crate::mmq::Quant::$quant)],
+                      wd_block: &[Vector<f32, Const<4>>; 384], wm_block: &[Vector<f32, Const<4>>; 384],
+                      xq_block: &[Vector<i32, Const<4>>; 3072], xd_block: &[Vector<f32, Const<4>>; 384],
+                      xs_block: &[Vector<f32, Const<4>>; 384], y_block: &mut [f32; 16384],
+                      m: u32 = 128, k: u32 = crate::mmq::PROOF_K, n: u32 = 128), cube_dim = 256;
+                cuda if sm >= 80 => block_mma(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
+                                              comptime!((m, k, n)), Quant::$quant, target),
+                default => block_scalar(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
+                                        comptime!((m, k, n)), Quant::$quant, target),
+            }
+        }
+    };
+}
+
+mmq_entry!(
+    /// The Q8_0 MMQ.
+    mmq_q8_0, Q8_0
+);
+mmq_entry!(
+    /// The Q4_1 MMQ: the same kernel with the quant type Q4_1 (rows of `k / 2` bytes).
+    mmq_q4_1, Q4_1
+);
 
 island_runtime::divergence!(Divergence {
     of: Of::Default,
