@@ -5,14 +5,20 @@
 //! sync at the end (see `island_runtime::bench`), in several rounds that alternate the variants;
 //! the median round is reported.
 
-use crate::error::{CliError, Outcome};
+use crate::error::Outcome;
+use crate::ggml::GgmlError;
 use cubecl::prelude::*;
+use cubecl::server::ServerError;
+use island_examples::error::{ProblemError, ShapeError};
 use island_examples::testing::{first_difference, floats};
 use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, mmq, q8_matvec, rmsnorm};
 use island_runtime::Target;
-use island_runtime::bench::side_by_side;
+use island_runtime::bench::{SyncError, side_by_side};
 use island_runtime::inputs::Rng;
+use island_runtime::readback::ReadError;
+use island_runtime::runtimes::ClientError;
 use island_runtime::runtimes::RuntimeName;
+use island_runtime::tensor_map::TensorMapError;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,7 +47,7 @@ pub struct Args {
     ggml: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+pub fn run(args: Args) -> Result<Outcome, BenchError> {
     let Args { runtime, iters, rounds, only, small, shape, ggml } = args;
     if let Some(path) = &ggml {
         crate::ggml::check(path)?;
@@ -62,9 +68,28 @@ pub struct Options {
     pub ggml: Option<PathBuf>,
 }
 
+/// Why a bench could not run to its comparison.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Ggml(#[from] GgmlError),
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error(transparent)]
+    TensorMap(#[from] TensorMapError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+}
+
 /// Runs the benches on `client`; `Ok(false)` when a result was not byte-equal.
-pub fn run_on(client: &Client, options: &Options) -> Result<bool, String> {
-    let cpu = RuntimeName::Cpu.client().map_err(|e| e.to_string())?;
+pub fn run_on(client: &Client, options: &Options) -> Result<bool, BenchError> {
+    let cpu = RuntimeName::Cpu.client()?;
     println!("bench on `{}`: {}", client.name(), Target::for_client(client));
     println!(
         "kernel-only: buffers created once, {} dispatches per round, one sync per round, median of {} rounds",
@@ -173,18 +198,18 @@ fn matvec(
     k: usize,
     o: &Options,
     ggml: &[crate::ggml::Case],
-) -> Result<bool, String> {
+) -> Result<bool, BenchError> {
     let mut rng = Rng::new((m * 31 + k) as u64);
     let w = floats(m * k, &mut rng);
     let x = floats(k, &mut rng);
-    let gguf = q8_matvec::Q8Weights::quantize_gguf(m, k, &w).map_err(|e| e.to_string())?;
-    let weights = q8_matvec::Q8Weights::from_gguf(m, k, &gguf).map_err(|e| e.to_string())?;
-    let p = q8_matvec::Problem::new(client, &weights, &x).map_err(|e| e.to_string())?;
+    let gguf = q8_matvec::Q8Weights::quantize_gguf(m, k, &w)?;
+    let weights = q8_matvec::Q8Weights::from_gguf(m, k, &gguf)?;
+    let p = q8_matvec::Problem::new(client, &weights, &x)?;
     let native = Target::for_client(client);
     let default = Target::default_arms(client);
     // Each variant once before timing: a runtime that refuses one says so here.
-    p.launch(client, Some(native)).map_err(|e| e.to_string())?;
-    p.launch(client, Some(default)).map_err(|e| e.to_string())?;
+    p.launch(client, Some(native))?;
+    p.launch(client, Some(default))?;
     let mut island = || drop(p.launch(client, Some(native)));
     let mut forced_default = || drop(p.launch(client, Some(default)));
     let mut direct = || p.launch_direct(client);
@@ -211,10 +236,10 @@ fn matvec(
         variants.push(("island, graph replay", &mut island_replay));
         variants.push(("direct, graph replay", &mut direct_replay));
     } else if let Err(e) = &island_graph {
-        println!("    (no graph replay: {})", e.lines().next().unwrap_or_default());
+        println!("    (no graph replay: {})", e.to_string().lines().next().unwrap_or_default());
     }
     let names: Vec<&str> = variants.iter().map(|(n, _)| *n).collect();
-    let times = side_by_side(client, o.rounds, o.iters, &mut variants).map_err(|e| e.to_string())?;
+    let times = side_by_side(client, o.rounds, o.iters, &mut variants)?;
     let weight_bytes = m * k + m * k / 32 * 2;
     let read_bytes = weight_bytes + k * 4;
     println!(
@@ -251,20 +276,19 @@ fn matvec(
         }
     }
 
-    p.launch(client, Some(native)).map_err(|e| e.to_string())?;
-    let y_island = p.output(client).map_err(|e| e.to_string())?;
-    p.launch(client, Some(default)).map_err(|e| e.to_string())?;
-    let y_default = p.output(client).map_err(|e| e.to_string())?;
+    p.launch(client, Some(native))?;
+    let y_island = p.output(client)?;
+    p.launch(client, Some(default))?;
+    let y_default = p.output(client)?;
     p.launch_direct(client);
-    let y_direct = p.output(client).map_err(|e| e.to_string())?;
+    let y_direct = p.output(client)?;
     let reference = q8_matvec::reference(&weights, &x);
     let cpu_rows = 8.min(m);
     // The first rows alone, laid out for a matrix of that many rows.
-    let sub = q8_matvec::Q8Weights::from_gguf(cpu_rows, k, &gguf[..cpu_rows * k / 32 * q8_matvec::GGUF_BLOCK_BYTES])
-        .map_err(|e| e.to_string())?;
-    let cpu_p = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
-    cpu_p.launch(cpu, None).map_err(|e| e.to_string())?;
-    let y_cpu = cpu_p.output(cpu).map_err(|e| e.to_string())?;
+    let sub = q8_matvec::Q8Weights::from_gguf(cpu_rows, k, &gguf[..cpu_rows * k / 32 * q8_matvec::GGUF_BLOCK_BYTES])?;
+    let cpu_p = q8_matvec::Problem::new(cpu, &sub, &x)?;
+    cpu_p.launch(cpu, None)?;
+    let y_cpu = cpu_p.output(cpu)?;
     let mut ok = check(
         &format!("island vs CPU runtime `default` (first {cpu_rows} rows)"),
         &bits(&y_island[..cpu_rows]),
@@ -277,15 +301,15 @@ fn matvec(
 }
 
 /// Records what `dispatch` launches as a graph.
-fn record(client: &Client, mut dispatch: impl FnMut()) -> Result<cubecl::client::Graph, String> {
-    client.graph_prepare().map_err(|e| e.to_string())?;
+fn record(client: &Client, mut dispatch: impl FnMut()) -> Result<cubecl::client::Graph, ServerError> {
+    client.graph_prepare()?;
     dispatch();
-    client.start_capture().map_err(|e| e.to_string())?;
+    client.start_capture()?;
     dispatch();
-    client.stop_capture().map_err(|e| e.to_string())
+    client.stop_capture()
 }
 
-fn replay(graph: &Result<cubecl::client::Graph, String>) {
+fn replay(graph: &Result<cubecl::client::Graph, ServerError>) {
     if let Ok(g) = graph {
         // SAFETY: the graph's buffers live as long as the problem, and only this thread uses
         // them, on the client's one stream.
@@ -300,7 +324,7 @@ fn rms(
     cols: usize,
     o: &Options,
     peers: Option<&crate::peers::Peers>,
-) -> Result<bool, String> {
+) -> Result<bool, BenchError> {
     let eps = 1e-6f32;
     let mut rng = Rng::new(0x4242);
     let x = floats(rows * cols, &mut rng);
@@ -311,11 +335,10 @@ fn rms(
     let copy_out = client.empty(rows * cols * 4);
     let native = Target::for_client(client);
     // SAFETY (here and in both closures): the handles hold rows × cols and cols values.
-    unsafe { rmsnorm::launch(client, &xh, &wh, &yh, (rows, cols), eps, native) }.map_err(|e| e.to_string())?;
+    unsafe { rmsnorm::launch(client, &xh, &wh, &yh, (rows, cols), eps, native) }?;
     let mut island = || drop(unsafe { rmsnorm::launch(client, &xh, &wh, &yh, (rows, cols), eps, native) });
     let mut copy = || unsafe { rmsnorm::launch_copy(client, &xh, &copy_out, rows * cols) };
-    let times = side_by_side(client, o.rounds, o.iters, &mut [("rmsnorm", &mut island), ("copy", &mut copy)])
-        .map_err(|e| e.to_string())?;
+    let times = side_by_side(client, o.rounds, o.iters, &mut [("rmsnorm", &mut island), ("copy", &mut copy)])?;
     let bytes = (2 * rows * cols + cols) * 4;
     println!("\nRMSNorm {rows}×{cols} f32 (reads x and w, writes y: {:.1} MB)", bytes as f64 / 1e6);
     println!(
@@ -355,16 +378,15 @@ fn rms(
         let best = p.rms_norm_eager.min(p.rms_norm_graph);
         println!("    island speed / torch rms_norm (faster of eager, graph): {:.3}", best / us(times[0]));
     }
-    let y = f32::from_bytes(&island_runtime::readback::read(client, yh.clone()).map_err(|e| e.to_string())?).to_vec();
+    let y = f32::from_bytes(&island_runtime::readback::read(client, yh.clone())?).to_vec();
     let reference = rmsnorm::reference(rows, cols, &x, &w, eps);
     let cpu_rows = 4;
     let cx = cpu.create_from_slice(f32::as_bytes(&x[..cpu_rows * cols]));
     let cw = cpu.create_from_slice(f32::as_bytes(&w));
     let cy = cpu.empty(cpu_rows * cols * 4);
     // SAFETY: as above, for the first rows.
-    unsafe { rmsnorm::launch(cpu, &cx, &cw, &cy, (cpu_rows, cols), eps, Target::for_client(cpu)) }
-        .map_err(|e| e.to_string())?;
-    let y_cpu = f32::from_bytes(&island_runtime::readback::read(cpu, cy).map_err(|e| e.to_string())?).to_vec();
+    unsafe { rmsnorm::launch(cpu, &cx, &cw, &cy, (cpu_rows, cols), eps, Target::for_client(cpu)) }?;
+    let y_cpu = f32::from_bytes(&island_runtime::readback::read(cpu, cy)?).to_vec();
     let mut ok = check("island vs CPU runtime `default` (first rows)", &bits(&y[..cpu_rows * cols]), &bits(&y_cpu));
     ok &= check("island vs plain-Rust mirror of `default` (all rows)", &bits(&y), &bits(&reference));
     Ok(ok)
@@ -376,9 +398,9 @@ fn gemm(
     (m, k, n): (usize, usize, usize),
     o: &Options,
     peers: Option<&crate::peers::Peers>,
-) -> Result<bool, String> {
-    gemm_i8_mma::check(m, k, n).map_err(|e| e.to_string())?;
-    gemm_i8_wgmma::check(m, k, n).map_err(|e| e.to_string())?;
+) -> Result<bool, BenchError> {
+    gemm_i8_mma::check(m, k, n)?;
+    gemm_i8_wgmma::check(m, k, n)?;
     let mut rng = Rng::new(0x6e33);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
@@ -404,8 +426,7 @@ fn gemm(
             let cfg = b.config();
             cfg.pipeline.reads_maps().then(|| gemm_i8_wgmma::Maps::new(client, (&ah, &bth), (m, k, n), cfg)).transpose()
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+        .collect::<Result<Vec<_>, _>>()?;
     let mut wg_runs: Vec<_> = gemm_i8_wgmma::Blocks::ALL
         .iter()
         .zip(&wg_out)
@@ -426,7 +447,7 @@ fn gemm(
     for run in wg_runs.iter_mut() {
         variants.push(("wgmma", run));
     }
-    let times = side_by_side(client, o.rounds, iters, &mut variants).map_err(|e| e.to_string())?;
+    let times = side_by_side(client, o.rounds, iters, &mut variants)?;
     let flops = 2.0 * (m * n * k) as f64;
     let tops = |t_us: f64| flops / t_us / 1e6;
     println!("\nint8 GEMM m={m} k={k} n={n} (i32 out)");
@@ -485,19 +506,17 @@ fn gemm(
     let fresh = client.create_from_slice(i32::as_bytes(&c0));
     // SAFETY: as above.
     unsafe { gemm_i8::launch(client, (&ah, &bh, &fresh), (m, k, n), native) };
-    let got_cmma = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
+    let got_cmma = i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
     let fresh = client.create_from_slice(i32::as_bytes(&c0));
     // SAFETY: as above.
     unsafe { gemm_i8_mma::launch(client, (&ah, &bth, &fresh), (m, k, n), native) };
-    let got = i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
+    let got = i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
     let mut got_wg = Vec::new();
     for &blocks in &gemm_i8_wgmma::Blocks::ALL {
         let fresh = client.create_from_slice(i32::as_bytes(&c0));
         // SAFETY: as above.
-        unsafe { gemm_i8_wgmma::launch_blocks(client, (&ah, &bth, &fresh), (m, k, n), blocks, None, native) }
-            .map_err(|e| e.to_string())?;
-        got_wg
-            .push(i32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec());
+        unsafe { gemm_i8_wgmma::launch_blocks(client, (&ah, &bth, &fresh), (m, k, n), blocks, None, native) }?;
+        got_wg.push(i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec());
     }
     let mut ok = check("cmma island vs plain-Rust reference (whole output)", &as_u32(&got_cmma), &as_u32(&want));
     ok &= check("mma.sync island vs plain-Rust reference (whole output)", &as_u32(&got), &as_u32(&want));
@@ -514,7 +533,7 @@ fn gemm(
     let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; block * block]));
     // SAFETY: the first block of rows of `a` and of `bᵀ`, a block×block output.
     unsafe { gemm_i8_mma::launch(cpu, (&ca, &cb, &cc), (block, k, block), Target::for_client(cpu)) };
-    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc).map_err(|e| e.to_string())?).to_vec();
+    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
     ok &= check(
         "mma.sync island vs CPU runtime `default` (top-left block)",
         &as_u32(&gemm_i8_mma::top_left(&got, n)),
@@ -526,7 +545,7 @@ fn gemm(
     let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; rows * cols]));
     // SAFETY: the first block of rows of `a` and of `bᵀ`, a rows×cols output.
     unsafe { gemm_i8_wgmma::launch(cpu, (&ca, &cb, &cc), (rows, k, cols), Target::for_client(cpu)) };
-    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc).map_err(|e| e.to_string())?).to_vec();
+    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
     ok &= check(
         "wgmma island 256×128 vs CPU runtime `default` (top-left block)",
         &as_u32(&gemm_i8_wgmma::top_left(&got_wg[0], n)),
@@ -544,7 +563,7 @@ fn cublaslt_int8(
     a: &[i8],
     bt: &[i8],
     o: &Options,
-) -> Option<Result<crate::cublaslt::Best<i32>, String>> {
+) -> Option<Result<crate::cublaslt::Best<i32>, crate::cublaslt::CublasLtError>> {
     #[cfg(feature = "cuda")]
     if client.name() == "cuda" {
         return Some(crate::cublaslt::int8(m, k, n, a, bt, o.rounds, (o.iters / 20).max(3)));
@@ -556,9 +575,14 @@ fn cublaslt_int8(
 /// cuBLASLt's fastest f16 algorithm (f32 accumulation and output) and `torch.matmul` (f16
 /// output). The island is checked against the sm_90 model on a sampled corner; cuBLASLt's
 /// accumulation order is its own, so its agreement is counted, not required.
-fn gemm_half(client: &Client, size: usize, o: &Options, peers: Option<&crate::peers::Peers>) -> Result<bool, String> {
+fn gemm_half(
+    client: &Client,
+    size: usize,
+    o: &Options,
+    peers: Option<&crate::peers::Peers>,
+) -> Result<bool, BenchError> {
     let (m, k, n) = (size, size, size);
-    gemm_f16::check(m, k, n).map_err(|e| e.to_string())?;
+    gemm_f16::check(m, k, n)?;
     let mut rng = Rng::new(0x6631);
     let a: Vec<half::f16> = floats(m * k, &mut rng).into_iter().map(half::f16::from_f32).collect();
     let b: Vec<half::f16> = floats(k * n, &mut rng).into_iter().map(half::f16::from_f32).collect();
@@ -569,7 +593,7 @@ fn gemm_half(client: &Client, size: usize, o: &Options, peers: Option<&crate::pe
     // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
     let mut island = || unsafe { gemm_f16::launch(client, (&ah, &bh, &ch), (m, k, n), native) };
     let iters = (o.iters / 50).max(3);
-    let times = side_by_side(client, o.rounds, iters, &mut [("f16 tiles", &mut island)]).map_err(|e| e.to_string())?;
+    let times = side_by_side(client, o.rounds, iters, &mut [("f16 tiles", &mut island)])?;
     let tflops = |t_us: f64| 2.0 * (m * n * k) as f64 / t_us / 1e6;
     println!("\nf16 GEMM {m}×{k}×{n} (f32 accumulation)");
     println!(
@@ -588,7 +612,7 @@ fn gemm_half(client: &Client, size: usize, o: &Options, peers: Option<&crate::pe
     let fresh = client.create_from_slice(f32::as_bytes(&vec![0f32; m * n]));
     // SAFETY: as above.
     unsafe { gemm_f16::launch(client, (&ah, &bh, &fresh), (m, k, n), native) };
-    let got = f32::from_bytes(&island_runtime::readback::read(client, fresh).map_err(|e| e.to_string())?).to_vec();
+    let got = f32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec();
     let lt = cublaslt_f16(client, (m, k, n), &a, &b, o);
     if let Some(Ok(best)) = &lt {
         println!(
@@ -620,7 +644,7 @@ fn cublaslt_f16(
     a: &[half::f16],
     b: &[half::f16],
     o: &Options,
-) -> Option<Result<crate::cublaslt::Best<f32>, String>> {
+) -> Option<Result<crate::cublaslt::Best<f32>, crate::cublaslt::CublasLtError>> {
     #[cfg(feature = "cuda")]
     if client.name() == "cuda" {
         return Some(crate::cublaslt::f16(m, k, n, a, b, o.rounds, (o.iters / 20).max(3)));
@@ -638,12 +662,12 @@ fn mmq_bench(
     (m, k, n): (usize, usize, usize),
     o: &Options,
     ggml: &[crate::ggml::Case],
-) -> Result<bool, String> {
+) -> Result<bool, BenchError> {
     let mut rng = Rng::new(0x6d6d71 + quant as u64);
     let gguf = mmq::random_gguf(quant, m, k, &mut rng);
-    let w = mmq::MmqWeights::from_gguf(quant, m, k, &gguf).map_err(|e| e.to_string())?;
+    let w = mmq::MmqWeights::from_gguf(quant, m, k, &gguf)?;
     let x = floats(n * k, &mut rng);
-    let p = mmq::Problem::new(client, &w, &x, n).map_err(|e| e.to_string())?;
+    let p = mmq::Problem::new(client, &w, &x, n)?;
     let native = Target::for_client(client);
     let mut whole = || p.launch(client, native);
     let mut quantize = || p.quantize(client, native);
@@ -654,8 +678,7 @@ fn mmq_bench(
         o.rounds,
         iters,
         &mut [("mmq", &mut whole), ("quantizer", &mut quantize), ("product", &mut product)],
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let tflops = |t_us: f64| 2.0 * (m * n * k) as f64 / t_us / 1e6;
     println!("\n{} MMQ m={m} n={n} k={k} (f32 activations quantized to Q8_1 in the timed work)", quant.name());
     println!(
@@ -679,16 +702,15 @@ fn mmq_bench(
         println!("    island speed / ggml mmq: {:.3}", c.us / us(times[0]));
     }
     p.launch(client, native);
-    let got = p.output(client).map_err(|e| e.to_string())?;
+    let got = p.output(client)?;
     let want = mmq::reference(&w, &x, n);
     let mut ok = check("island vs plain-Rust reference (whole output)", &bits(&got), &bits(&want));
     // The first block of weight rows and of tokens, on the CPU runtime (`default`).
     let (bm, bn) = (mmq::CONFIG.block_m() as usize, mmq::CONFIG.block_n() as usize);
-    let sub = mmq::MmqWeights::from_gguf(quant, bm, k, &gguf[..bm * k / 32 * quant.gguf_block_bytes()])
-        .map_err(|e| e.to_string())?;
-    let cpu_p = mmq::Problem::new(cpu, &sub, &x[..bn * k], bn).map_err(|e| e.to_string())?;
+    let sub = mmq::MmqWeights::from_gguf(quant, bm, k, &gguf[..bm * k / 32 * quant.gguf_block_bytes()])?;
+    let cpu_p = mmq::Problem::new(cpu, &sub, &x[..bn * k], bn)?;
     cpu_p.launch(cpu, Target::for_client(cpu));
-    let cpu_y = cpu_p.output(cpu).map_err(|e| e.to_string())?;
+    let cpu_y = cpu_p.output(cpu)?;
     let corner: Vec<f32> = (0..bn).flat_map(|j| got[j * m..j * m + bm].to_vec()).collect();
     ok &= check(
         &format!("island vs CPU runtime `default` (first {bm} rows × {bn} tokens)"),

@@ -2,12 +2,13 @@
 //! each island's `default` on the device against the CPU's, then each example kernel on the
 //! device against the CPU `default` and the reference.
 
-use crate::error::{CliError, Outcome};
+use crate::error::{NotADevice, Outcome};
 use crate::example::{self, Example};
 use crate::report::report;
 use island_runtime::proof_run::ProofOptions;
 use island_runtime::registry;
-use island_runtime::runtimes::RuntimeName;
+use island_runtime::runtimes::{ClientError, RuntimeName};
+use island_runtime::settings::SettingError;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,11 +20,21 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+/// Why conformance did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ConformError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    NotADevice(#[from] NotADevice),
+    #[error(transparent)]
+    Setting(#[from] SettingError),
+}
+
+pub fn run(args: Args) -> Result<Outcome, ConformError> {
     let device = args.runtime.client()?;
     let cpu = RuntimeName::Cpu.client()?;
-    let profile = island_runtime::device::profile(&device)
-        .ok_or_else(|| format!("`{}` is not a device islands has arms for", device.name()))?;
+    let profile = island_runtime::device::profile(&device).ok_or_else(|| NotADevice(device.name().to_string()))?;
     eprintln!("device: {profile}");
     let options = ProofOptions::from_env()?;
     let mut runs = Vec::new();

@@ -19,12 +19,28 @@ pub struct Best<T> {
     pub out: Vec<T>,
 }
 
+/// Why cuBLASLt gave no figure.
+#[derive(Debug, thiserror::Error)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // made only where cuBLASLt is called
+pub enum CublasLtError {
+    /// A cuBLASLt call failed: which, and its status.
+    #[error("cuBLASLt {what}: {status}")]
+    Call { what: &'static str, status: String },
+    /// A CUDA driver call failed.
+    #[error("CUDA: {0}")]
+    Driver(String),
+    #[error("cuBLASLt's heuristic returned no algorithm")]
+    NoAlgorithm,
+    #[error("no algorithm of cuBLASLt's heuristic ran")]
+    NoneRan,
+}
+
 #[cfg(feature = "cuda")]
 pub use lt_impl::{f16, int8};
 
 #[cfg(feature = "cuda")]
 mod lt_impl {
-    use super::Best;
+    use super::{Best, CublasLtError};
     use cudarc::cublaslt::sys::{self as lt, cudaDataType as Ty};
     use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
     use std::ffi::c_void;
@@ -45,7 +61,7 @@ mod lt_impl {
         bt: &[i8],
         rounds: usize,
         iters: usize,
-    ) -> Result<Best<i32>, String> {
+    ) -> Result<Best<i32>, CublasLtError> {
         // cuBLASLt is column-major: the row-major m×n `c` is its n×m matrix `bt` (op T) times `a`.
         let problem = Problem {
             compute: lt::cublasComputeType_t::CUBLAS_COMPUTE_32I,
@@ -66,7 +82,7 @@ mod lt_impl {
         b: &[half::f16],
         rounds: usize,
         iters: usize,
-    ) -> Result<Best<f32>, String> {
+    ) -> Result<Best<f32>, CublasLtError> {
         // Column-major: the row-major m×n `c` is its n×m matrix `b` (n×k) times `a` (k×m).
         let problem = Problem {
             compute: lt::cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -95,11 +111,15 @@ mod lt_impl {
         c: (Ty, usize, usize),
     }
 
-    fn ok(status: lt::cublasStatus_t, what: &str) -> Result<(), String> {
-        status.result().map_err(|e| format!("cuBLASLt {what}: {e}"))
+    fn ok(status: lt::cublasStatus_t, what: &'static str) -> Result<(), CublasLtError> {
+        status.result().map_err(|e| CublasLtError::Call { what, status: e.to_string() })
     }
 
-    fn layout(ty: Ty, rows: usize, cols: usize) -> Result<lt::cublasLtMatrixLayout_t, String> {
+    fn driver(e: cudarc::driver::DriverError) -> CublasLtError {
+        CublasLtError::Driver(e.to_string())
+    }
+
+    fn layout(ty: Ty, rows: usize, cols: usize) -> Result<lt::cublasLtMatrixLayout_t, CublasLtError> {
         let mut l = std::ptr::null_mut();
         // SAFETY: `l` receives a new descriptor.
         ok(unsafe { lt::cublasLtMatrixLayoutCreate(&mut l, ty, rows as u64, cols as u64, rows as i64) }, "layout")?;
@@ -139,8 +159,8 @@ mod lt_impl {
     fn set<T>(
         status: impl FnOnce(*const c_void, usize) -> lt::cublasStatus_t,
         value: &T,
-        what: &str,
-    ) -> Result<(), String> {
+        what: &'static str,
+    ) -> Result<(), CublasLtError> {
         ok(status(value as *const T as *const c_void, size_of::<T>()), what)
     }
 
@@ -177,7 +197,7 @@ mod lt_impl {
     }
 
     impl Problem {
-        fn plan(&self) -> Result<Plan, String> {
+        fn plan(&self) -> Result<Plan, CublasLtError> {
             let mut plan = Plan {
                 handle: std::ptr::null_mut(),
                 desc: std::ptr::null_mut(),
@@ -227,19 +247,18 @@ mod lt_impl {
             (alpha, beta): (S, S),
             rounds: usize,
             iters: usize,
-        ) -> Result<Best<C>, String>
+        ) -> Result<Best<C>, CublasLtError>
         where
             X: DeviceRepr,
             Y: DeviceRepr,
             C: DeviceRepr + ValidAsZeroBits + Default + Clone,
         {
-            let err = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
-            let ctx = CudaContext::new(0).map_err(err)?;
+            let ctx = CudaContext::new(0).map_err(driver)?;
             let stream = ctx.default_stream();
-            let xd = stream.clone_htod(x).map_err(err)?;
-            let yd = stream.clone_htod(y).map_err(err)?;
-            let cd: CudaSlice<C> = stream.alloc_zeros(self.c.1 * self.c.2).map_err(err)?;
-            let wd: CudaSlice<u8> = stream.alloc_zeros(WORKSPACE).map_err(err)?;
+            let xd = stream.clone_htod(x).map_err(driver)?;
+            let yd = stream.clone_htod(y).map_err(driver)?;
+            let cd: CudaSlice<C> = stream.alloc_zeros(self.c.1 * self.c.2).map_err(driver)?;
+            let wd: CudaSlice<u8> = stream.alloc_zeros(WORKSPACE).map_err(driver)?;
             let plan = self.plan()?;
             let mut found = 0i32;
             // SAFETY: zeroed results are valid values of the plain C struct.
@@ -265,7 +284,7 @@ mod lt_impl {
             )?;
             let results = &results[..found.max(0) as usize];
             if results.is_empty() {
-                return Err("cuBLASLt's heuristic returned no algorithm".into());
+                return Err(CublasLtError::NoAlgorithm);
             }
             let (xp, _g1) = xd.device_ptr(&stream);
             let (yp, _g2) = yd.device_ptr(&stream);
@@ -313,16 +332,16 @@ mod lt_impl {
                     best = Some((us, i));
                 }
             }
-            let (us, i) = best.ok_or("no algorithm of cuBLASLt's heuristic ran")?;
+            let (us, i) = best.ok_or(CublasLtError::NoneRan)?;
             // The output of one fresh call of the fastest.
             // SAFETY: `cp` holds the output's bytes, on this stream.
             unsafe {
                 cudarc::driver::result::memset_d8_async(cp, 0, self.c.1 * self.c.2 * size_of::<C>(), stream.cu_stream())
             }
-            .map_err(err)?;
+            .map_err(driver)?;
             call(&results[i].algo)?;
-            stream.synchronize().map_err(err)?;
-            let out = stream.clone_dtoh(&cd).map_err(err)?;
+            stream.synchronize().map_err(driver)?;
+            let out = stream.clone_dtoh(&cd).map_err(driver)?;
             Ok(Best { us, algorithms: results.len(), config: describe(&results[i].algo), out })
         }
     }
@@ -333,19 +352,18 @@ mod lt_impl {
         stream: &Arc<CudaStream>,
         rounds: usize,
         iters: usize,
-        mut call: impl FnMut() -> Result<(), String>,
-    ) -> Result<f64, String> {
-        let err = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        mut call: impl FnMut() -> Result<(), CublasLtError>,
+    ) -> Result<f64, CublasLtError> {
         let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let (start, end) = (ctx.new_event(timing).map_err(err)?, ctx.new_event(timing).map_err(err)?);
+        let (start, end) = (ctx.new_event(timing).map_err(driver)?, ctx.new_event(timing).map_err(driver)?);
         let mut times = Vec::with_capacity(rounds);
         for _ in 0..rounds.max(1) {
-            start.record(stream).map_err(err)?;
+            start.record(stream).map_err(driver)?;
             for _ in 0..iters.max(1) {
                 call()?;
             }
-            end.record(stream).map_err(err)?;
-            times.push(start.elapsed_ms(&end).map_err(err)? as f64 * 1e3 / iters.max(1) as f64);
+            end.record(stream).map_err(driver)?;
+            times.push(start.elapsed_ms(&end).map_err(driver)? as f64 * 1e3 / iters.max(1) as f64);
         }
         times.sort_by(f64::total_cmp);
         Ok(times[times.len() / 2])

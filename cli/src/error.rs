@@ -1,5 +1,9 @@
-//! How a subcommand ends: [`Outcome`] when it ran to its verdict, [`CliError`] when it could not.
-//! `main` turns them into the exit code, in one place: pass 0, fail 1, error 2.
+//! How a subcommand ends when it ran to its verdict ([`Outcome`]), and the two errors several
+//! subcommands share (a device without arms, a file). Each subcommand's own error type is its
+//! module's; `main` gathers them in its `CliError` and turns every end into the exit code, in one
+//! place: pass 0, fail 1, error 2.
+
+use std::path::PathBuf;
 
 /// The verdict of a subcommand that ran: everything held, or something it checks did not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,36 +21,15 @@ impl From<bool> for Outcome {
     }
 }
 
-/// Why a subcommand could not run to a verdict (exit code 2). Its text is the whole message
-/// `main` prints on standard error.
+/// A runtime whose device is none islands has arms for.
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// A setting every launch would consult (`ISLANDS_POLICY`, `ISLANDS_LEDGER`) is wrong: the
-    /// CLI refuses to start.
-    #[error("islands: {0}")]
-    Settings(String),
-    /// No runtime, device, ledger or file it needs, or nothing to do.
-    #[error("{0}")]
-    Run(String),
-    /// A runtime's client could not be made.
-    #[error(transparent)]
-    Client(#[from] island_runtime::runtimes::ClientError),
-    /// An `ISLANDS_*` setting of the environment is refused (`docs/settings.md`).
-    #[error("islands: {0}")]
-    Setting(#[from] island_runtime::settings::SettingError),
-    /// The device failed while kernels were timed.
-    #[error(transparent)]
-    Sync(#[from] island_runtime::bench::SyncError),
-}
+#[error("`{0}` is not a device islands has arms for")]
+pub struct NotADevice(pub String);
 
-impl From<String> for CliError {
-    fn from(message: String) -> CliError {
-        CliError::Run(message)
-    }
-}
-
-impl From<&str> for CliError {
-    fn from(message: &str) -> CliError {
-        CliError::Run(message.to_string())
-    }
+/// A file or folder that could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct FileError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
 }

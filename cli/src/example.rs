@@ -5,14 +5,16 @@
 //! rows. All rows are also compared with the plain-Rust reference, which mirrors `default`
 //! operation for operation and is itself checked against the CPU runtime by the test suite.
 
-use crate::error::{CliError, Outcome};
+use crate::error::Outcome;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
+use island_examples::error::{ProblemError, ShapeError};
 use island_examples::testing::floats;
 use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, q8_matvec, rmsnorm};
 use island_runtime::Target;
 use island_runtime::inputs::Rng;
-use island_runtime::runtimes::RuntimeName;
+use island_runtime::readback::ReadError;
+use island_runtime::runtimes::{ClientError, RuntimeName};
 use std::fmt;
 use std::time::Instant;
 
@@ -65,14 +67,27 @@ pub struct Args {
     cpu_rows: usize,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+/// Why an example could not run to its comparisons.
+#[derive(Debug, thiserror::Error)]
+pub enum ExampleError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+pub fn run(args: Args) -> Result<Outcome, ExampleError> {
     let client = args.runtime.client()?;
     Ok(run_on(args.name, &client, args.rows, args.cols, args.cpu_rows)?.into())
 }
 
 /// Runs example `name` on `client`; `Ok(false)` when some comparison failed.
-pub fn run_on(name: Example, client: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
-    let cpu = RuntimeName::Cpu.client().map_err(|e| e.to_string())?;
+pub fn run_on(name: Example, client: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, ExampleError> {
+    let cpu = RuntimeName::Cpu.client()?;
     println!("example {name} on `{}` ({}), {rows}×{cols}", client.name(), Target::for_client(client));
     if Target::for_client(client).arms().is_none() {
         println!(
@@ -116,20 +131,20 @@ fn f32_bits(v: f32) -> u64 {
     v.to_bits() as u64
 }
 
-fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
+fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, ExampleError> {
     let mut rng = Rng::new(0x9_8_0_0);
     let w = floats(rows * cols, &mut rng);
     let x = floats(cols, &mut rng);
-    let gguf = q8_matvec::Q8Weights::quantize_gguf(rows, cols, &w).map_err(|e| e.to_string())?;
-    let weights = q8_matvec::Q8Weights::from_gguf(rows, cols, &gguf).map_err(|e| e.to_string())?;
-    let problem = q8_matvec::Problem::new(client, &weights, &x).map_err(|e| e.to_string())?;
+    let gguf = q8_matvec::Q8Weights::quantize_gguf(rows, cols, &w)?;
+    let weights = q8_matvec::Q8Weights::from_gguf(rows, cols, &gguf)?;
+    let problem = q8_matvec::Problem::new(client, &weights, &x)?;
 
     let t = Instant::now();
-    problem.launch(client, None).map_err(|e| e.to_string())?;
-    let native = problem.output(client).map_err(|e| e.to_string())?;
+    problem.launch(client, None)?;
+    let native = problem.output(client)?;
     println!("  native arms: {:.1} ms (with compilation)", t.elapsed().as_secs_f64() * 1e3);
     let device_default = match problem.launch(client, Some(Target::default_arms(client))) {
-        Ok(()) => Some(problem.output(client).map_err(|e| e.to_string())?),
+        Ok(()) => Some(problem.output(client)?),
         Err(e) => {
             println!("  device `default`: could not run: {e}");
             None
@@ -140,11 +155,10 @@ fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) 
     let reference = q8_matvec::reference(&weights, &x);
     // The first rows alone, laid out for a matrix of that many rows.
     let sub =
-        q8_matvec::Q8Weights::from_gguf(cpu_rows, cols, &gguf[..cpu_rows * cols / 32 * q8_matvec::GGUF_BLOCK_BYTES])
-            .map_err(|e| e.to_string())?;
-    let cpu_problem = q8_matvec::Problem::new(cpu, &sub, &x).map_err(|e| e.to_string())?;
-    cpu_problem.launch(cpu, None).map_err(|e| e.to_string())?;
-    let cpu_default = cpu_problem.output(cpu).map_err(|e| e.to_string())?;
+        q8_matvec::Q8Weights::from_gguf(cpu_rows, cols, &gguf[..cpu_rows * cols / 32 * q8_matvec::GGUF_BLOCK_BYTES])?;
+    let cpu_problem = q8_matvec::Problem::new(cpu, &sub, &x)?;
+    cpu_problem.launch(cpu, None)?;
+    let cpu_default = cpu_problem.output(cpu)?;
 
     ok &= same("native arms vs CPU runtime `default` (first rows)", &native[..cpu_rows], &cpu_default, f32_bits);
     ok &= same("native arms vs plain-Rust reference (all rows)", &native, &reference, f32_bits);
@@ -156,19 +170,19 @@ fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) 
     Ok(ok)
 }
 
-fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, String> {
+fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, ExampleError> {
     let eps = 1e-6f32;
     let mut rng = Rng::new(0x5_0_0_5);
     let x = floats(rows * cols, &mut rng);
     let w = floats(cols, &mut rng);
-    rmsnorm::check(rows, cols, &x, &w).map_err(|e| e.to_string())?;
-    let run = |c: &Client, rows: usize, target: Target| -> Result<Vec<f32>, String> {
+    rmsnorm::check(rows, cols, &x, &w)?;
+    let run = |c: &Client, rows: usize, target: Target| -> Result<Vec<f32>, ExampleError> {
         let xh = c.create_from_slice(f32::as_bytes(&x[..rows * cols]));
         let wh = c.create_from_slice(f32::as_bytes(&w));
         let yh = c.empty(rows * cols * 4);
         // SAFETY: the handles hold rows × cols and cols values.
-        unsafe { rmsnorm::launch(c, &xh, &wh, &yh, (rows, cols), eps, target) }.map_err(|e| e.to_string())?;
-        Ok(f32::from_bytes(&island_runtime::readback::read(c, yh).map_err(|e| e.to_string())?).to_vec())
+        unsafe { rmsnorm::launch(c, &xh, &wh, &yh, (rows, cols), eps, target) }?;
+        Ok(f32::from_bytes(&island_runtime::readback::read(c, yh)?).to_vec())
     };
     let native = run(client, rows, Target::for_client(client))?;
     let device_default = run(client, rows, Target::default_arms(client));
@@ -190,21 +204,21 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize)
     Ok(ok)
 }
 
-fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> Result<bool, String> {
+fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> Result<bool, ExampleError> {
     let n = m.min(256);
     let cpu_m = cpu_rows.next_multiple_of(16).min(m);
-    gemm_i8::check(m, k, n).map_err(|e| e.to_string())?;
+    gemm_i8::check(m, k, n)?;
     let mut rng = Rng::new(0x6_e_0_0);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
     let c0: Vec<i32> = (0..m * n).map(|_| rng.next_u64() as i32 >> 8).collect();
-    let run = |c: &Client, m: usize, target: Target| -> Result<Vec<i32>, String> {
+    let run = |c: &Client, m: usize, target: Target| -> Result<Vec<i32>, ExampleError> {
         let ah = c.create_from_slice(i8::as_bytes(&a[..m * k]));
         let bh = c.create_from_slice(i8::as_bytes(&b));
         let ch = c.create_from_slice(i32::as_bytes(&c0[..m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_i8::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch).map_err(|e| e.to_string())?).to_vec())
+        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;
@@ -248,19 +262,19 @@ const WGMMA: BtGemm = BtGemm {
 
 /// A GEMM of [`BtGemm`], `m×k` by `k×m` (B column-major): native arms, the device's `default`
 /// and the CPU runtime's `default` (on the top-left block) against the plain-Rust reference.
-fn gemm_bt(client: &Client, cpu: &Client, m: usize, k: usize, kernel: &BtGemm) -> Result<bool, String> {
+fn gemm_bt(client: &Client, cpu: &Client, m: usize, k: usize, kernel: &BtGemm) -> Result<bool, ExampleError> {
     let n = m;
-    (kernel.check)(m, k, n).map_err(|e| e.to_string())?;
+    (kernel.check)(m, k, n)?;
     let mut rng = Rng::new(0x6_e_0_1);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let bt: Vec<i8> = (0..n * k).map(|_| rng.next_u64() as i8).collect();
-    let run = |c: &Client, m: usize, n: usize, target: Target| -> Result<Vec<i32>, String> {
+    let run = |c: &Client, m: usize, n: usize, target: Target| -> Result<Vec<i32>, ExampleError> {
         let ah = c.create_from_slice(i8::as_bytes(&a[..m * k]));
         let bh = c.create_from_slice(i8::as_bytes(&bt[..n * k]));
         let ch = c.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
         unsafe { (kernel.launch)(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch).map_err(|e| e.to_string())?).to_vec())
+        Ok(i32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
     };
     let (rows, cols) = kernel.block;
     let native = run(client, m, n, Target::for_client(client))?;
@@ -279,22 +293,22 @@ fn gemm_bt(client: &Client, cpu: &Client, m: usize, k: usize, kernel: &BtGemm) -
     Ok(ok)
 }
 
-fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> Result<bool, String> {
+fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> Result<bool, ExampleError> {
     use half::f16;
     let n = m.min(256);
     let cpu_m = cpu_rows.next_multiple_of(16).min(m);
-    gemm_f16::check(m, k, n).map_err(|e| e.to_string())?;
+    gemm_f16::check(m, k, n)?;
     let mut rng = Rng::new(0x0006_ef16);
     let a: Vec<f16> = floats(m * k, &mut rng).into_iter().map(f16::from_f32).collect();
     let b: Vec<f16> = floats(k * n, &mut rng).into_iter().map(f16::from_f32).collect();
     let c0 = floats(m * n, &mut rng);
-    let run = |c: &Client, m: usize, target: Target| -> Result<Vec<f32>, String> {
+    let run = |c: &Client, m: usize, target: Target| -> Result<Vec<f32>, ExampleError> {
         let ah = c.create_from_slice(f16::as_bytes(&a[..m * k]));
         let bh = c.create_from_slice(f16::as_bytes(&b));
         let ch = c.create_from_slice(f32::as_bytes(&c0[..m * n]));
         // SAFETY: the handles hold m×k, k×n and m×n values.
         unsafe { gemm_f16::launch(c, (&ah, &bh, &ch), (m, k, n), target) };
-        Ok(f32::from_bytes(&island_runtime::readback::read(c, ch).map_err(|e| e.to_string())?).to_vec())
+        Ok(f32::from_bytes(&island_runtime::readback::read(c, ch)?).to_vec())
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;

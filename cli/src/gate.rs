@@ -1,7 +1,7 @@
 //! `islands gate`: both halves of the gate for every arm the present device selects, written to
 //! the ledger of the crate that owns each island.
 
-use crate::error::{CliError, Outcome};
+use crate::error::{FileError, NotADevice, Outcome};
 use crate::table::print_table;
 use cubecl::prelude::Client;
 use island_runtime::cell;
@@ -53,7 +53,32 @@ pub struct Args {
     filter: Option<String>,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+/// Why a gate run could not reach its records.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    Setting(#[from] island_runtime::settings::SettingError),
+    #[error(transparent)]
+    Client(#[from] island_runtime::runtimes::ClientError),
+    #[error(transparent)]
+    NotADevice(#[from] NotADevice),
+    #[error(transparent)]
+    Ledger(#[from] LedgerFileError),
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("the cell registry is inconsistent:\n  {}", .0.join("\n  "))]
+    Registry(Vec<String>),
+}
+
+/// A ledger of this build that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct LedgerFileError {
+    pub path: &'static str,
+    pub source: island_runtime::ledger::ParseError,
+}
+
+pub fn run(args: Args) -> Result<Outcome, GateError> {
     let Args { runtime, write, threshold, lanes, dispatches, rounds, bit_exact_only, ops, max_values, filter } = args;
     let proof = ProofOptions::from_env()?;
     if ops {
@@ -71,11 +96,11 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
 
 /// The ledgers of this build, by crate: the file where the crate was built when it is readable
 /// (so successive gate runs accumulate), the embedded copy otherwise.
-pub fn ledgers() -> Result<BTreeMap<&'static str, (PathBuf, Ledger)>, String> {
+pub fn ledgers() -> Result<BTreeMap<&'static str, (PathBuf, Ledger)>, LedgerFileError> {
     let mut all = BTreeMap::new();
     for e in embedded::embedded() {
         let text = std::fs::read_to_string(e.path).unwrap_or_else(|_| e.text.to_string());
-        let parsed = Ledger::parse(&text).map_err(|err| format!("{}: {err}", e.path))?;
+        let parsed = Ledger::parse(&text).map_err(|source| LedgerFileError { path: e.path, source })?;
         all.insert(e.krate, (PathBuf::from(e.path), parsed));
     }
     Ok(all)
@@ -90,11 +115,9 @@ pub struct Options {
 
 /// Gates every arm `device` selects and writes the ledgers; `Ok(false)` when one is not
 /// bit-exact.
-pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, String> {
-    let fingerprint = island_runtime::Device::of(device)
-        .fingerprint
-        .clone()
-        .ok_or_else(|| format!("`{}` is not a device islands has arms for", device.name()))?;
+pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, GateError> {
+    let fingerprint =
+        island_runtime::Device::of(device).fingerprint.clone().ok_or_else(|| NotADevice(device.name().to_string()))?;
     eprintln!("device: {fingerprint}");
     let mut ledgers = ledgers()?;
     let mut rows = Vec::new();
@@ -144,16 +167,19 @@ fn row(r: &Record) -> Vec<String> {
 }
 
 /// Writes each crate's ledger, to `<dir>/<crate>.json` with `write_dir`.
-fn write_ledgers(ledgers: &BTreeMap<&'static str, (PathBuf, Ledger)>, write_dir: Option<&Path>) -> Result<(), String> {
+fn write_ledgers(
+    ledgers: &BTreeMap<&'static str, (PathBuf, Ledger)>,
+    write_dir: Option<&Path>,
+) -> Result<(), FileError> {
     if let Some(dir) = write_dir {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| FileError { path: dir.to_path_buf(), source })?;
     }
     for (krate, (path, ledger)) in ledgers {
         let path = match write_dir {
             Some(dir) => dir.join(format!("{krate}.json")),
             None => path.clone(),
         };
-        std::fs::write(&path, ledger.to_text()).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, ledger.to_text()).map_err(|source| FileError { path: path.clone(), source })?;
         eprintln!(
             "ledger of {krate}: {} records, {} cell records → {}",
             ledger.records.len(),
@@ -172,10 +198,10 @@ pub fn run_ops(
     options: &CellOptions,
     write_dir: Option<&Path>,
     filter: Option<&str>,
-) -> Result<bool, String> {
+) -> Result<bool, GateError> {
     let problems = cell::registry_problems();
     if !problems.is_empty() {
-        return Err(format!("the cell registry is inconsistent:\n  {}", problems.join("\n  ")));
+        return Err(GateError::Registry(problems));
     }
     let mut ledgers = ledgers()?;
     let mut ok = true;

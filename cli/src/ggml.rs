@@ -8,8 +8,8 @@
 //! -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=ON && cmake --build build --target
 //! test-backend-ops` (`docs/perf.md`).
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
 
 /// The cases asked for: `test-backend-ops -p` takes a regular expression over the op's
 /// parameters.
@@ -34,32 +34,41 @@ impl Case {
     }
 }
 
+/// Why ggml gave no cases.
+#[derive(Debug, thiserror::Error)]
+pub enum GgmlError {
+    #[error("--ggml {}: no such file (the path of a built `test-backend-ops`)", .0.display())]
+    Missing(PathBuf),
+    #[error("--ggml {}: {source}", path.display())]
+    Spawn { path: PathBuf, source: std::io::Error },
+    /// It ran, and printed no case (`what`: not a run this bench can read) or failed; its last
+    /// line says why.
+    #[error("--ggml {}: {what} (exit status {status}, no `MUL_MAT` case read): {why}", path.display())]
+    Run { path: PathBuf, what: &'static str, status: ExitStatus, why: String },
+}
+
 /// Checks that `path` is a file before anything is launched.
-pub fn check(path: &Path) -> Result<(), String> {
-    if path.is_file() {
-        Ok(())
-    } else {
-        Err(format!("--ggml {}: no such file (the path of a built `test-backend-ops`)", path.display()))
-    }
+pub fn check(path: &Path) -> Result<(), GgmlError> {
+    if path.is_file() { Ok(()) } else { Err(GgmlError::Missing(path.to_path_buf())) }
 }
 
 /// Runs `path` (a `test-backend-ops`) on the CUDA backend and returns its `MUL_MAT` cases.
-pub fn measure(path: &Path) -> Result<Vec<Case>, String> {
+pub fn measure(path: &Path) -> Result<Vec<Case>, GgmlError> {
     let out = Command::new(path)
         .args(["perf", "-o", "MUL_MAT", "-b", "CUDA0", "-p", FILTER])
         .output()
-        .map_err(|e| format!("--ggml {}: {e}", path.display()))?;
+        .map_err(|source| GgmlError::Spawn { path: path.to_path_buf(), source })?;
     let text = String::from_utf8_lossy(&out.stdout);
     let cases = parse(&text);
     if !out.status.success() || cases.is_empty() {
         let err = String::from_utf8_lossy(&out.stderr);
         let why = err.lines().chain(text.lines()).rfind(|l| !l.trim().is_empty()).unwrap_or("no output");
-        return Err(format!(
-            "--ggml {}: {} (exit status {}, no `MUL_MAT` case read): {why}",
-            path.display(),
-            if cases.is_empty() { "not a `test-backend-ops` run this bench can read" } else { "failed" },
-            out.status
-        ));
+        return Err(GgmlError::Run {
+            path: path.to_path_buf(),
+            what: if cases.is_empty() { "not a `test-backend-ops` run this bench can read" } else { "failed" },
+            status: out.status,
+            why: why.to_string(),
+        });
     }
     Ok(cases)
 }

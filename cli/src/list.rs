@@ -1,6 +1,6 @@
 //! `islands list`: every registered accelerated arm, as a table or JSON.
 
-use crate::error::{CliError, Outcome};
+use crate::error::Outcome;
 use crate::table::print_table;
 use island_runtime::lifted::ProofSpec;
 use island_runtime::registry;
@@ -12,7 +12,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+pub fn run(args: Args) -> Outcome {
     let arms = registry::arms();
     if args.json {
         let rows: Vec<_> = arms
@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&rows).expect("plain data serialises"));
-        return Ok(Outcome::Pass);
+        return Outcome::Pass;
     }
     let rows: Vec<Vec<String>> = arms
         .iter()
@@ -52,5 +52,5 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
         ids.dedup();
         ids.len()
     });
-    Ok(Outcome::Pass)
+    Outcome::Pass
 }

@@ -2,10 +2,10 @@
 //! needed), and whether the instruction appears in the arm and is absent from `default`; with
 //! `--show`, the generated code itself.
 
-use crate::error::{CliError, Outcome};
+use crate::error::Outcome;
 use crate::table::print_table;
 use island_runtime::lowering::{self, Codegen, Which};
-use island_runtime::runtimes::RuntimeName;
+use island_runtime::runtimes::{ClientError, RuntimeName};
 use island_runtime::{Backend, Profile, registry};
 
 #[derive(clap::Args)]
@@ -18,7 +18,7 @@ pub struct Args {
     backend: Backend,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+pub fn run(args: Args) -> Result<Outcome, ClientError> {
     match args.show {
         Some(filter) => show(&filter, args.backend),
         None => lower(),
@@ -27,7 +27,7 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
 
 /// Prints the code the arms matching `filter` and their `default` generate for `backend`'s first
 /// reference profile the arm's guard admits.
-fn show(filter: &str, backend: Backend) -> Result<Outcome, CliError> {
+fn show(filter: &str, backend: Backend) -> Result<Outcome, ClientError> {
     let host = RuntimeName::Cpu.client()?;
     for &entry in registry::arms().iter().filter(|e| e.name().contains(filter)) {
         let island_runtime::lifted::ProofSpec::Lifted(lifted) = &entry.proof else { continue };
@@ -49,7 +49,7 @@ fn show(filter: &str, backend: Backend) -> Result<Outcome, CliError> {
 
 /// The table: one row per (intrinsic, backend), `FAILED` where the check does not lower as
 /// declared; fails if any row did.
-fn lower() -> Result<Outcome, CliError> {
+fn lower() -> Result<Outcome, ClientError> {
     let host = RuntimeName::Cpu.client()?;
     let mut rows = Vec::new();
     let mut failed = 0;

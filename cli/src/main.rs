@@ -12,11 +12,11 @@
 //! ```
 //!
 //! This file is the command line's definition and its dispatch; each subcommand is the module
-//! of its name, and returns its [`Outcome`] or the [`CliError`] that stopped it. The exit code
-//! is decided here alone: 0 pass, 1 fail, 2 error (clap's own usage errors exit 2 too).
+//! of its name, and returns its [`Outcome`] or its own error, which [`CliError`] gathers. The
+//! exit code is decided here alone: 0 pass, 1 fail, 2 error (clap's own usage errors exit 2 too).
 
 use clap::{Parser, Subcommand};
-use error::{CliError, Outcome};
+use error::Outcome;
 use std::process::ExitCode;
 
 mod args;
@@ -100,27 +100,62 @@ fn main() -> ExitCode {
     }
 }
 
+/// Why a subcommand could not run to a verdict (exit code 2): a setting refused before it
+/// started, or the subcommand's own error. Its text is the whole message `main` prints on
+/// standard error.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// An `ISLANDS_*` setting of the environment is refused (`docs/settings.md`).
+    #[error("islands: {0}")]
+    Setting(#[from] island_runtime::settings::SettingError),
+    /// A setting every launch would consult (the policy, a ledger) is wrong.
+    #[error("islands: {0}")]
+    Launch(#[from] island_runtime::policy::SettingsError),
+    /// A setting of the cells' dispatch (`ISLANDS_CANDIDATE`, `ISLANDS_CELLS`) is wrong.
+    #[error("islands: {0}")]
+    Dispatch(#[from] island_runtime::cell::CellError),
+    #[error(transparent)]
+    Client(#[from] island_runtime::runtimes::ClientError),
+    #[error(transparent)]
+    Prove(#[from] prove::ProveError),
+    #[error(transparent)]
+    Conform(#[from] conform::ConformError),
+    #[error(transparent)]
+    Gate(#[from] gate::GateError),
+    #[error(transparent)]
+    Scoreboard(#[from] scoreboard::ScoreboardError),
+    #[error(transparent)]
+    Bench(#[from] bench::BenchError),
+    #[error(transparent)]
+    Probe(#[from] probe::ProbeError),
+    #[error(transparent)]
+    TensorCore(#[from] tensor_core::TensorCoreError),
+    #[error(transparent)]
+    Example(#[from] example::ExampleError),
+}
+
 /// Every `ISLANDS_*` setting (`docs/settings.md`), then those every launch and the cells'
 /// dispatch would consult: a wrong one is refused here, before the command line is read and
 /// before any work; an unknown `ISLANDS_` name is warned about.
 fn settings() -> Result<(), CliError> {
     island_runtime::settings::check_all()?;
-    island_runtime::policy::settings().map_err(|e| CliError::Settings(e.to_string()))?;
-    island_runtime::dispatch::settings().map_err(|e| CliError::Settings(e.to_string()))
+    island_runtime::policy::settings().map_err(Clone::clone)?;
+    island_runtime::dispatch::settings().map_err(Clone::clone)?;
+    Ok(())
 }
 
 fn dispatch(command: Command) -> Result<Outcome, CliError> {
     match command {
-        Command::List(args) => list::run(args),
-        Command::Prove(args) => prove::run(args),
-        Command::Conform(args) => conform::run(args),
-        Command::Gate(args) => gate::run(args),
-        Command::Scoreboard(args) => scoreboard::run(args),
-        Command::Intrinsics => intrinsics::run(),
-        Command::Lower(args) => lower::run(args),
-        Command::Bench(args) => bench::run(args),
-        Command::Probe(args) => probe::run(args),
-        Command::TensorCore(args) => tensor_core::run(args),
-        Command::Example(args) => example::run(args),
+        Command::List(args) => Ok(list::run(args)),
+        Command::Prove(args) => Ok(prove::run(args)?),
+        Command::Conform(args) => Ok(conform::run(args)?),
+        Command::Gate(args) => Ok(gate::run(args)?),
+        Command::Scoreboard(args) => Ok(scoreboard::run(args)?),
+        Command::Intrinsics => Ok(intrinsics::run()),
+        Command::Lower(args) => Ok(lower::run(args)?),
+        Command::Bench(args) => Ok(bench::run(args)?),
+        Command::Probe(args) => Ok(probe::run(args)?),
+        Command::TensorCore(args) => Ok(tensor_core::run(args)?),
+        Command::Example(args) => Ok(example::run(args)?),
     }
 }

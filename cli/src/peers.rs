@@ -68,16 +68,28 @@ print(json.dumps({
 }))
 "#;
 
-/// Runs the peers on the given shapes; `Err` says why there are none (no torch, no GPU).
-pub fn measure(gemm_size: usize, rows: usize, cols: usize, rounds: usize) -> Result<Peers, String> {
+/// Why there are no torch peers (no Python, no torch, no GPU).
+#[derive(Debug, thiserror::Error)]
+pub enum PeersError {
+    #[error("python3: {0}")]
+    Spawn(std::io::Error),
+    /// The script failed: its last line of standard error.
+    #[error("{0}")]
+    Script(String),
+    #[error("torch peers: {0}")]
+    Output(serde_json::Error),
+}
+
+/// Runs the peers on the given shapes; `Err` says why there are none.
+pub fn measure(gemm_size: usize, rows: usize, cols: usize, rounds: usize) -> Result<Peers, PeersError> {
     let out = std::process::Command::new("python3")
         .args(["-c", SCRIPT, &gemm_size.to_string(), &rows.to_string(), &cols.to_string(), &rounds.to_string()])
         .output()
-        .map_err(|e| format!("python3: {e}"))?;
+        .map_err(PeersError::Spawn)?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().last().unwrap_or("torch peers failed").to_string());
+        return Err(PeersError::Script(err.lines().last().unwrap_or("torch peers failed").to_string()));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim().lines().last().unwrap_or("")).map_err(|e| format!("torch peers: {e}"))
+    serde_json::from_str(text.trim().lines().last().unwrap_or("")).map_err(PeersError::Output)
 }

@@ -13,7 +13,7 @@
 //! A divergence between a device and the CPU shows up here reduced to one operation, with an
 //! example, rather than as a few differing bits at the end of a kernel.
 
-use crate::error::{CliError, Outcome};
+use crate::error::Outcome;
 use cubecl::prelude::*;
 use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
@@ -30,7 +30,16 @@ pub struct Args {
     seed: u64,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+/// Why a probe could not run to its comparison.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Client(#[from] island_runtime::runtimes::ClientError),
+    #[error(transparent)]
+    Read(#[from] island_runtime::readback::ReadError),
+}
+
+pub fn run(args: Args) -> Result<Outcome, ProbeError> {
     let device = args.runtime.client()?;
     Ok(run_on(&device, args.samples, args.seed)?.into())
 }
@@ -103,7 +112,7 @@ fn realistic(n: usize, rng: &mut Rng) -> Vec<f32> {
         .collect()
 }
 
-fn run_op(client: &Client, op: Op, a: &[f32], b: &[f32], c: &[f32]) -> Result<Vec<f32>, String> {
+fn run_op(client: &Client, op: Op, a: &[f32], b: &[f32], c: &[f32]) -> Result<Vec<f32>, ProbeError> {
     let n = a.len();
     let handles = [a, b, c].map(|v| client.create_from_slice(f32::as_bytes(v)));
     let out = client.empty(n * 4);
@@ -120,7 +129,7 @@ fn run_op(client: &Client, op: Op, a: &[f32], b: &[f32], c: &[f32]) -> Result<Ve
             op,
         )
     };
-    Ok(f32::from_bytes(&island_runtime::readback::read(client, out).map_err(|e| e.to_string())?).to_vec())
+    Ok(f32::from_bytes(&island_runtime::readback::read(client, out)?).to_vec())
 }
 
 /// The sum of a plane's values in the xor-butterfly order (offsets 1, 2, 4, …: neighbours first).
@@ -153,8 +162,8 @@ fn reverse_butterfly(v: &[f32]) -> f32 {
 
 /// Runs every probe on `device`; prints one line per probe; `Ok(true)` when the device computed
 /// every value with the CPU's bits.
-pub fn run_on(device: &Client, samples: usize, seed: u64) -> Result<bool, String> {
-    let cpu = RuntimeName::Cpu.client().map_err(|e| e.to_string())?;
+pub fn run_on(device: &Client, samples: usize, seed: u64) -> Result<bool, ProbeError> {
+    let cpu = RuntimeName::Cpu.client()?;
     let props = device.properties();
     println!(
         "probe on `{}`: {} ({}), plane {}..{}, {samples} samples per probe, seed {seed:#x}",
@@ -229,7 +238,7 @@ pub fn run_on(device: &Client, samples: usize, seed: u64) -> Result<bool, String
                 BufferArg::from_raw_parts(out.clone(), n),
             )
         };
-        let got = f32::from_bytes(&island_runtime::readback::read(device, out).map_err(|e| e.to_string())?).to_vec();
+        let got = f32::from_bytes(&island_runtime::readback::read(device, out)?).to_vec();
         let planes = n / width;
         let (mut uniform, mut fly, mut rev, mut fold) = (0, 0, 0, 0);
         for p in 0..planes {

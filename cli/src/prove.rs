@@ -1,13 +1,14 @@
 //! `islands prove`: every arm (or those whose name contains a filter) proven against `default`
 //! on one runtime, reported as a table or JSON.
 
-use crate::error::{CliError, Outcome};
+use crate::error::Outcome;
 use crate::report::report;
 use island_runtime::proof;
 use island_runtime::proof_run::{ProofOptions, ProofRun};
 use island_runtime::registry;
 use island_runtime::registry::ArmEntry;
-use island_runtime::runtimes::RuntimeName;
+use island_runtime::runtimes::{ClientError, RuntimeName};
+use island_runtime::settings::SettingError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -39,7 +40,18 @@ pub struct Args {
     filter: Option<String>,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+/// Why the proofs did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Setting(#[from] SettingError),
+    #[error("no registered arm matches")]
+    NoArmMatches,
+}
+
+pub fn run(args: Args) -> Result<Outcome, ProveError> {
     let client = args.runtime.client()?;
     let mut options = ProofOptions::from_env()?;
     if args.lanes.is_some() {
@@ -55,7 +67,7 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
     let arms: Vec<_> =
         registry::arms().iter().copied().filter(|e| filter.is_none_or(|f| e.name().contains(f))).collect();
     if arms.is_empty() {
-        return Err("no registered arm matches".into());
+        return Err(ProveError::NoArmMatches);
     }
     let start = Instant::now();
     let runs = prove_all(&arms, &client, &options, args.jobs);

@@ -6,8 +6,8 @@
 //! `default`'s generated code changed since the record, or a newer driver of the same device
 //! has a record).
 
-use crate::error::{CliError, Outcome};
-use crate::gate::ledgers;
+use crate::error::Outcome;
+use crate::gate::{LedgerFileError, ledgers};
 use cubecl::prelude::Client;
 use island_runtime::codegen::code_hash::code_hashes;
 use island_runtime::lowering::Codegen;
@@ -45,7 +45,23 @@ pub struct Args {
     cells: bool,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+/// Why the scoreboard could not be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreboardError {
+    #[error(transparent)]
+    Client(#[from] island_runtime::runtimes::ClientError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerFileError),
+    /// The ledgers hold records of a code generator this build lacks, so whether their code is
+    /// unchanged cannot be checked.
+    #[error(
+        "the ledgers hold {codegen} records, and this build has no {codegen} generator to check that their code is \
+         unchanged: build with `--features {feature}`"
+    )]
+    NoGenerator { codegen: String, feature: &'static str },
+}
+
+pub fn run(args: Args) -> Result<Outcome, ScoreboardError> {
     // The first flag given wins, in this order.
     let format = match (args.json, args.markdown, args.html) {
         (true, _, _) => Format::Json,
@@ -80,7 +96,7 @@ pub enum Format {
 }
 
 /// Every cell: one per (registered arm, device with at least one record).
-pub fn cells(host: &Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
+pub fn cells(host: &Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), ScoreboardError> {
     let records: Vec<Record> = ledgers()?.into_values().flat_map(|(_, l)| l.records).collect();
     // A record is current only if its code hashes again to what it recorded: a build without
     // the record's code generator cannot tell, and must not guess.
@@ -88,11 +104,7 @@ pub fn cells(host: &Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), String> {
         if let Some(feature) =
             Codegen::ALL.iter().find(|c| c.name() == r.code.codegen).and_then(|c| c.missing_feature())
         {
-            return Err(format!(
-                "the ledgers hold {} records, and this build has no {} generator to check that their code is unchanged: \
-                 build with `--features {feature}`",
-                r.code.codegen, r.code.codegen
-            ));
+            return Err(ScoreboardError::NoGenerator { codegen: r.code.codegen.clone(), feature });
         }
     }
     let mut devices: Vec<Fingerprint> = records.iter().map(|r| r.device.clone()).collect();
@@ -179,7 +191,7 @@ fn status_of(
     }
 }
 
-pub fn print(host: &Client, format: Format) -> Result<(), String> {
+pub fn print(host: &Client, format: Format) -> Result<(), ScoreboardError> {
     let (devices, cells) = cells(host)?;
     let text = match format {
         Format::Json => serde_json::to_string_pretty(&cells).expect("plain data serialises"),

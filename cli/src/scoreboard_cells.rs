@@ -89,7 +89,7 @@ fn marks(r: &CellRecord) -> String {
 }
 
 /// Every cell record of this build's ledgers, by key then device.
-pub fn rows() -> Result<Vec<Row>, String> {
+pub fn rows() -> Result<Vec<Row>, crate::gate::LedgerFileError> {
     let mut out: Vec<Row> = ledgers()?
         .into_values()
         .flat_map(|(_, l)| l.cells)

@@ -8,7 +8,7 @@
 //! fixture's emulation against the device. `--sample DIR` writes the device's outputs of the
 //! first tiles, which the test suite keeps to check the model without a device.
 
-use crate::error::{CliError, Outcome};
+use crate::error::{FileError, NotADevice, Outcome};
 use cubecl::prelude::*;
 use island_intrinsics::tensor_core::{Format, FusedDot, cases, tiles};
 use island_runtime::runtimes::RuntimeName;
@@ -37,7 +37,24 @@ pub struct Args {
     sample_tiles: usize,
 }
 
-pub fn run(args: Args) -> Result<Outcome, CliError> {
+/// Why the experiment could not run to its verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum TensorCoreError {
+    #[error(transparent)]
+    Client(#[from] island_runtime::runtimes::ClientError),
+    #[error(transparent)]
+    NotADevice(#[from] NotADevice),
+    #[error("`{0}` does not run the tile natively")]
+    NotNative(String),
+    #[error("{0} tiles do not fill whole rows of 256 cubes")]
+    Tiles(usize),
+    #[error(transparent)]
+    Read(#[from] island_runtime::readback::ReadError),
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+pub fn run(args: Args) -> Result<Outcome, TensorCoreError> {
     let Args { runtime, tiles, first, emulated, sample, sample_tiles } = args;
     let device = runtime.client()?;
     let cpu = RuntimeName::Cpu.client()?;
@@ -111,12 +128,12 @@ fn run_tiles(
     n: usize,
     model: Option<FusedDot>,
     target: Target,
-) -> Result<Vec<u32>, String> {
+) -> Result<Vec<u32>, TensorCoreError> {
     let (ah, bh, ch) = (client.create_from_slice(a), client.create_from_slice(b), client.create_from_slice(c));
     let x = n.min(256) as u32;
     let y = n.div_ceil(256) as u32;
     if x as usize * y as usize != n {
-        return Err(format!("{n} tiles do not fill whole rows of 256 cubes"));
+        return Err(TensorCoreError::Tiles(n));
     }
     let elems = n * 256;
     // SAFETY: the handles hold `elems` values of the types the kernels declare.
@@ -133,7 +150,7 @@ fn run_tiles(
         Format::F16 => tiles::tiles_f16::launch(client, count, dim, aa, ba, ca, model, target),
         Format::BF16 => tiles::tiles_bf16::launch(client, count, dim, aa, ba, ca, target),
     }
-    Ok(words(&island_runtime::readback::read(client, ch).map_err(|e| e.to_string())?))
+    Ok(words(&island_runtime::readback::read(client, ch)?))
 }
 
 /// Per class: outputs compared, and mismatches against each model.
@@ -217,13 +234,13 @@ fn tally(
 }
 
 /// Runs the experiment; `Ok(false)` when the model missed an output or the fixture was not caught.
-pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, String> {
+pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, TensorCoreError> {
     let Some(profile) = island_runtime::device::profile(device) else {
-        return Err(format!("`{}` is not a device islands has arms for", device.name()));
+        return Err(NotADevice(device.name().to_string()).into());
     };
     let native = Target::forced(profile, device);
     if !native.is_native() {
-        return Err(format!("`{}` does not run the tile natively", device.name()));
+        return Err(TensorCoreError::NotNative(device.name().to_string()));
     }
     println!(
         "tensor-core model on {profile}: {} tiles per format from tile {}, classes {}",
@@ -286,10 +303,10 @@ pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, 
             println!("  fixture caught: {} outputs differ", total.fixture);
         }
         if let Some(dir) = options.sample.as_ref().filter(|_| options.first == 0) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| FileError { path: dir.clone(), source })?;
             let path = dir.join(format!("hmma-{}-sm{}.bin", format!("{format:?}").to_lowercase(), profile.sm));
             let bytes: Vec<u8> = sample.iter().flat_map(|w| w.to_le_bytes()).collect();
-            std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, bytes).map_err(|source| FileError { path: path.clone(), source })?;
             println!("  device outputs of the first {} tiles written to {}", sample.len() / 256, path.display());
         }
         if let Some(head) = head.filter(|h| format == Format::F16 && !h.native.is_empty() && options.first == 0) {
@@ -308,7 +325,7 @@ struct Head {
 }
 
 /// The CubeCL emulation on the CPU runtime against the device, the model, and the fixture.
-fn emulation(cpu: &Client, profile: Profile, head: &Head) -> Result<bool, String> {
+fn emulation(cpu: &Client, profile: Profile, head: &Head) -> Result<bool, TensorCoreError> {
     let start = Instant::now();
     let Head { a, b, c, native } = head;
     let n = native.len() / 256;

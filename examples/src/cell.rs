@@ -25,7 +25,8 @@ pub const RMSNORM: Op = Op {
     ],
     oracle_rows: 16,
     check: |s| {
-        rmsnorm::check(s.rows, s.cols, &vec![0.0; s.rows * s.cols], &vec![0.0; s.cols]).map_err(|e| e.to_string())
+        rmsnorm::check(s.rows, s.cols, &vec![0.0; s.rows * s.cols], &vec![0.0; s.cols])
+            .map_err(|e| island_runtime::cell::ShapeRefused(e.0))
     },
     inputs: rms_inputs,
     scratch: |_| Vec::new(),
@@ -82,7 +83,7 @@ pub fn rmsnorm(
     params: &cubecl::server::Handle,
     shape: Shape,
 ) -> Result<(), CellError> {
-    (RMSNORM.check)(&shape).map_err(|reason| CellError::Shape { cell: RMSNORM_KEY.to_string(), reason })?;
+    (RMSNORM.check)(&shape).map_err(|e| CellError::Shape { cell: RMSNORM_KEY.to_string(), reason: e.0 })?;
     let inputs = [x.clone(), w.clone(), params.clone()];
     let buffers = Buffers { inputs: &inputs, scratch: &[], out: y };
     match island_runtime::dispatch::choose(client, &RMSNORM_KEY)? {

@@ -88,8 +88,17 @@ fn verdicts_of(scope: &str, arms: &BTreeSet<String>) -> Option<BTreeMap<String, 
     arms.is_subset(ran).then(|| verdicts.clone())
 }
 
+/// Why the census could not count.
+#[derive(Debug, thiserror::Error)]
+pub enum CensusError {
+    #[error(transparent)]
+    Client(#[from] island_runtime::runtimes::ClientError),
+    #[error("the Vulkan device has no profile")]
+    NoProfile,
+}
+
 /// Counts what the harness runs for `crates`.
-pub fn count(crates: &[&str]) -> Result<Census, String> {
+pub fn count(crates: &[&str]) -> Result<Census, CensusError> {
     let mut census = Census::default();
     for &krate in crates {
         let mut c = CrateCensus::default();
@@ -109,8 +118,8 @@ pub fn count(crates: &[&str]) -> Result<Census, String> {
         census.crates.insert(krate.to_string(), c);
     }
     if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
-        let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client().map_err(|e| e.to_string())?;
-        let profile = island_runtime::device::profile(&device).ok_or("the Vulkan device has no profile")?;
+        let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
+        let profile = island_runtime::device::profile(&device).ok_or(CensusError::NoProfile)?;
         if profile.name.contains("llvmpipe") {
             let selected: BTreeSet<String> = registry::arms()
                 .iter()

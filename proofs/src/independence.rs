@@ -10,6 +10,7 @@
 //! depends on CubeCL alone, so the compiler already keeps emulations out of them; and `island!`
 //! refuses a `default` that names one.)
 
+use crate::registry_scan::{SourceError, sources};
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,8 +22,9 @@ const EMULATE: &str = "emulate";
 
 /// Every place under `dir` where a `default` (or a function it calls, or a portable helper)
 /// uses the emulation module, as `file: what`. Empty when the defaults are independent.
-pub fn violations(dir: &Path) -> Result<Vec<String>, String> {
-    let files = read_sources(dir)?;
+pub fn violations(dir: &Path) -> Result<Vec<String>, SourceError> {
+    let files: Vec<(String, TokenStream)> =
+        sources(dir)?.into_iter().map(|(path, tokens)| (path.display().to_string(), tokens)).collect();
     // Functions by (module, name): a file's stem is its module.
     let mut functions: BTreeMap<(String, String), TokenStream> = BTreeMap::new();
     for (file, tokens) in &files {
@@ -59,24 +61,6 @@ pub fn violations(dir: &Path) -> Result<Vec<String>, String> {
 /// A source file's module name: its stem.
 fn stem(file: &str) -> String {
     Path::new(file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-fn read_sources(dir: &Path) -> Result<Vec<(String, TokenStream)>, String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        for entry in std::fs::read_dir(&path).map_err(|e| format!("{}: {e}", path.display()))? {
-            let path = entry.map_err(|e| e.to_string())?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let tokens = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
-                out.push((path.display().to_string(), tokens));
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Whether `word` appears as an identifier anywhere in `tokens`.

@@ -1,38 +1,54 @@
 //! Counts the accelerated arms and the intrinsics written in source files, independently of the
-//! macros, to check that the registries hold every one of them.
+//! macros, to check that the registries hold every one of them; reads a crate's sources as
+//! tokens (for the independence scan too).
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Accelerated arms of every `island!` in the `.rs` files under `dir`, nested ones included; an
 /// `island!` in a `macro_rules!` body counts once per invocation of that macro in its file.
-pub fn count_arms(dir: &Path) -> Result<usize, String> {
+pub fn count_arms(dir: &Path) -> Result<usize, SourceError> {
     count_with(dir, count_file)
 }
 
 /// Intrinsics registered in the `.rs` files under `dir`: `#[intrinsic(…)]` attributes, by any
 /// path (`#[islands::intrinsic(…)]`).
-pub fn count_intrinsics(dir: &Path) -> Result<usize, String> {
+pub fn count_intrinsics(dir: &Path) -> Result<usize, SourceError> {
     count_with(dir, intrinsics_in)
 }
 
-fn count_with(dir: &Path, count_in: fn(TokenStream) -> usize) -> Result<usize, String> {
-    let mut total = 0;
+fn count_with(dir: &Path, count_in: fn(TokenStream) -> usize) -> Result<usize, SourceError> {
+    Ok(sources(dir)?.into_iter().map(|(_, tokens)| count_in(tokens)).sum())
+}
+
+/// A source file that could not be read or lexed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", path.display())]
+    Lex { path: PathBuf, source: proc_macro2::LexError },
+}
+
+/// Every `.rs` file under `dir`, as tokens.
+pub fn sources(dir: &Path) -> Result<Vec<(PathBuf, TokenStream)>, SourceError> {
+    let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(path) = stack.pop() {
-        let entries = std::fs::read_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        for entry in entries {
-            let path = entry.map_err(|e| e.to_string())?.path();
+        let read = |source| SourceError::Read { path: path.clone(), source };
+        for entry in std::fs::read_dir(&path).map_err(read)? {
+            let path = entry.map_err(read)?.path();
             if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let tokens: TokenStream = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
-                total += count_in(tokens);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|source| SourceError::Read { path: path.clone(), source })?;
+                let tokens = text.parse().map_err(|source| SourceError::Lex { path: path.clone(), source })?;
+                out.push((path, tokens));
             }
         }
     }
-    Ok(total)
+    Ok(out)
 }
 
 /// Intrinsic registrations in a token stream.

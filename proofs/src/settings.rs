@@ -4,15 +4,15 @@
 
 use island_runtime::Backend;
 use island_runtime::proof_run::ProofOptions;
-use island_runtime::runtimes::RuntimeName;
+use island_runtime::runtimes::{ClientError, RuntimeName};
 use island_runtime::settings::{self, SettingError};
 use libtest_mimic::Trial;
 use std::sync::{Arc, OnceLock};
 
 /// The CPU client every proof runs on, opened once.
-pub fn cpu() -> Result<cubecl::prelude::Client, String> {
-    static CLIENT: OnceLock<Result<cubecl::prelude::Client, String>> = OnceLock::new();
-    CLIENT.get_or_init(|| RuntimeName::Cpu.client().map_err(|e| e.to_string())).clone()
+pub fn cpu() -> Result<cubecl::prelude::Client, ClientError> {
+    static CLIENT: OnceLock<Result<cubecl::prelude::Client, ClientError>> = OnceLock::new();
+    CLIENT.get_or_init(|| RuntimeName::Cpu.client()).clone()
 }
 
 /// Whether an unproven arm is reported as an ignored trial (`ISLANDS_ALLOW_UNPROVEN=1`) rather

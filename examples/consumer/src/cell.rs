@@ -3,7 +3,7 @@
 //! (`byte_swap.cu`), registered so that `islands gate --ops` measures them against each other
 //! and keeps the record in this crate's ledger.
 
-use islands::cell::{Buffers, CellError, CellKey, Incumbent, Inputs, Lang, NamedShape, Op, Shape};
+use islands::cell::{Buffers, CellError, CellKey, Incumbent, Inputs, Lang, NamedShape, Op, Shape, ShapeRefused};
 use islands::cubecl::prelude::*;
 use islands::foreign::CudaKernel;
 use islands::inputs::Rng;
@@ -19,7 +19,7 @@ pub const BYTE_SWAP: Op = Op {
         NamedShape { name: "DRAM-bound (64 MiB)", shape: Shape { rows: 16, cols: 1 << 20 } },
     ],
     oracle_rows: 1,
-    check: |s| if s.rows * s.cols == 0 { Err(format!("an empty shape {s}")) } else { Ok(()) },
+    check: |s| if s.rows * s.cols == 0 { Err(ShapeRefused(format!("an empty shape {s}"))) } else { Ok(()) },
     inputs: |s, seed| {
         let mut rng = Rng::new(seed);
         let words: Vec<u32> = (0..s.rows * s.cols).map(|_| rng.next_u64() as u32).collect();

@@ -1,7 +1,7 @@
 //! Inputs built to decide: values that reach every rounding and ordering decision of the
 //! engine's kernels, for the kernel-level checks and the gate's cells ([`crate::cells`]).
 
-use crate::quant::{QuantMatrix, QuantType};
+use crate::quant::{QuantError, QuantMatrix, QuantType};
 use half::f16;
 use island_runtime::inputs::Rng;
 
@@ -29,7 +29,7 @@ impl Draw for Rng {
 
 /// GGUF blocks of a `rows × cols` matrix: scales over many binades (a few f16 subnormal and
 /// negative), quants over their whole range.
-pub fn matrix(ty: QuantType, rows: usize, cols: usize, rng: &mut Rng) -> Result<QuantMatrix, String> {
+pub fn matrix(ty: QuantType, rows: usize, cols: usize, rng: &mut Rng) -> Result<QuantMatrix, QuantError> {
     let mut bytes = Vec::new();
     for i in 0..rows * cols / 32 {
         let scale = |rng: &mut Rng| match i % 13 {

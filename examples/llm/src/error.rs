@@ -20,6 +20,8 @@ pub enum LlmError {
     Metadata { key: String, why: String },
     #[error("tensor `{name}`: {why}")]
     Tensor { name: String, why: String },
+    #[error("tensor `{name}`: {source}")]
+    Quant { name: String, source: crate::quant::QuantError },
     #[error("this engine runs the llama architecture with {what}; the model has {found}")]
     Unsupported { what: String, found: String },
     #[error("the tokenizer cannot be built from the GGUF vocabulary: {0}")]

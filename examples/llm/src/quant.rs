@@ -55,16 +55,29 @@ pub struct QuantMatrix {
     pub mins: Vec<f32>,
 }
 
+/// Why weights do not make a [`QuantMatrix`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum QuantError {
+    #[error("a {ty:?} matrix needs rows of a multiple of {block} values; got {rows}×{cols}", block = BLOCK)]
+    Width { ty: QuantType, rows: usize, cols: usize },
+    #[error("{rows}×{cols} {ty:?} weights are {want} bytes, got {got}")]
+    Bytes { ty: QuantType, rows: usize, cols: usize, want: usize, got: usize },
+    #[error("nothing to stack")]
+    NothingToStack,
+    #[error("stacked matrices must share their type and width")]
+    Unlike,
+}
+
 impl QuantMatrix {
     /// Imports `rows × cols` weights of GGUF blocks (row-major, `cols / 32` blocks a row).
-    pub fn from_gguf(ty: QuantType, rows: usize, cols: usize, bytes: &[u8]) -> Result<QuantMatrix, String> {
+    pub fn from_gguf(ty: QuantType, rows: usize, cols: usize, bytes: &[u8]) -> Result<QuantMatrix, QuantError> {
         if rows == 0 || cols == 0 || !cols.is_multiple_of(BLOCK) {
-            return Err(format!("a {ty:?} matrix needs rows of a multiple of {BLOCK} values; got {rows}×{cols}"));
+            return Err(QuantError::Width { ty, rows, cols });
         }
         let per_row = cols / BLOCK;
         let want = rows * per_row * ty.gguf_block_bytes();
         if bytes.len() != want {
-            return Err(format!("{rows}×{cols} {ty:?} weights are {want} bytes, got {}", bytes.len()));
+            return Err(QuantError::Bytes { ty, rows, cols, want, got: bytes.len() });
         }
         let v = ty.vectors();
         let mut words = vec![0i32; rows * per_row * v * 4];
@@ -96,10 +109,10 @@ impl QuantMatrix {
 
     /// Stacks matrices of one type and width into one (their rows in order): the q, k and v
     /// projections become one matvec, and so do the gate and up projections.
-    pub fn stack(parts: &[&QuantMatrix]) -> Result<QuantMatrix, String> {
-        let first = parts.first().ok_or("nothing to stack")?;
+    pub fn stack(parts: &[&QuantMatrix]) -> Result<QuantMatrix, QuantError> {
+        let first = parts.first().ok_or(QuantError::NothingToStack)?;
         if parts.iter().any(|p| p.ty != first.ty || p.cols != first.cols) {
-            return Err("stacked matrices must share their type and width".into());
+            return Err(QuantError::Unlike);
         }
         let rows: usize = parts.iter().map(|p| p.rows).sum();
         let (blocks, v) = (first.blocks(), first.ty.vectors());

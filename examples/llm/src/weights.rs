@@ -127,7 +127,7 @@ impl Model {
                 GGmlType::Q4_1 => QuantType::Q4_1,
                 other => return Err(bad(format!("type {other:?}; this engine runs Q8_0 and Q4_1"))),
             };
-            QuantMatrix::from_gguf(ty, rows, cols, data).map_err(bad)
+            QuantMatrix::from_gguf(ty, rows, cols, data).map_err(|source| LlmError::Quant { name: name.into(), source })
         };
         let vector = |name: &str, len: usize| -> Result<Vec<f32>, LlmError> {
             let (ty, shape, data) = tensor(name)?;
@@ -140,7 +140,7 @@ impl Model {
             Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
         };
         let stack = |name: &str, parts: &[&QuantMatrix]| {
-            QuantMatrix::stack(parts).map_err(|why| LlmError::Tensor { name: name.into(), why })
+            QuantMatrix::stack(parts).map_err(|source| LlmError::Quant { name: name.into(), source })
         };
 
         let (d, kv) = (config.dim, config.kv_dim());

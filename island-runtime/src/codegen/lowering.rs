@@ -286,7 +286,7 @@ fn compile(
     codegen: Codegen,
     host: &Client,
 ) -> Result<String, LoweringError> {
-    codegen.compile(define(lifted, target, device, host).map_err(LoweringError::Generator)?, profile)
+    codegen.compile(define(lifted, target, device, host).map_err(|e| LoweringError::Generator(e.to_string()))?, profile)
 }
 
 /// `lifted` expanded with `target` for a device of `device`'s properties (`host` lends

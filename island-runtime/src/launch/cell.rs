@@ -99,6 +99,11 @@ pub enum CellError {
     Runtime(String),
 }
 
+/// Why a cell's kernels do not take a shape, in the op's own words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ShapeRefused(pub String);
+
 /// The host-side inputs of one problem: each input buffer's bytes, in the op's layout.
 pub type Inputs = Vec<Vec<u8>>;
 
@@ -115,7 +120,7 @@ pub struct Op {
     /// every row.
     pub oracle_rows: usize,
     /// Checks a shape before anything is allocated.
-    pub check: fn(&Shape) -> Result<(), String>,
+    pub check: fn(&Shape) -> Result<(), ShapeRefused>,
     /// Inputs of `shape` drawn from `seed`, built to decide (edge values, ties, wide ranges).
     pub inputs: fn(&Shape, u64) -> Inputs,
     /// Bytes of each scratch buffer at `shape`.

@@ -88,7 +88,7 @@ pub fn native_uses(
         .map_err(|p| {
             LoweringError::Generator(format!("its expansion panicked: {}", crate::values::readback::panic_text(&p)))
         })?
-        .map_err(LoweringError::Generator)?;
+        .map_err(|e| LoweringError::Generator(e.to_string()))?;
     Ok(uses)
 }
 

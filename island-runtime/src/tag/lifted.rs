@@ -122,12 +122,12 @@ impl Lifted {
     }
 }
 
-/// A kernel definition, or the panic its expansion raised.
-pub type Definition = Result<cubecl_runtime::kernel::KernelDefinition, String>;
+/// A kernel definition, or why its expansion failed (the panic it raised).
+pub type Definition = Result<cubecl_runtime::kernel::KernelDefinition, cubecl_runtime::compiler::CompilationError>;
 
 /// Expands a kernel (the generated `define` of a lifted island calls this).
 pub fn define<K: cubecl_runtime::kernel::CubeKernel>(kernel: &K) -> Definition {
-    cubecl_runtime::kernel::define_kernel(kernel).map_err(|e| e.to_string())
+    cubecl_runtime::kernel::define_kernel(kernel)
 }
 
 /// What a generated launcher gets.

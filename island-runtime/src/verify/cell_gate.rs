@@ -26,7 +26,7 @@ use crate::values::readback::{self, panic_text};
 use crate::values::value::ValueKind;
 use crate::verify::bench;
 use cubecl::prelude::*;
-use cubecl::server::Handle;
+use cubecl::server::{Handle, ServerError};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
@@ -186,12 +186,12 @@ fn time_side_by_side(
 
 /// Records what `dispatch` launches as a graph: a launch to warm up (compilation, caches), then
 /// one captured. An error where the runtime records no graphs.
-fn record_graph(client: &Client, mut dispatch: impl FnMut()) -> Result<cubecl::client::Graph, String> {
-    client.graph_prepare().map_err(|e| e.to_string())?;
+fn record_graph(client: &Client, mut dispatch: impl FnMut()) -> Result<cubecl::client::Graph, ServerError> {
+    client.graph_prepare()?;
     dispatch();
-    client.start_capture().map_err(|e| e.to_string())?;
+    client.start_capture()?;
     dispatch();
-    client.stop_capture().map_err(|e| e.to_string())
+    client.stop_capture()
 }
 
 fn us(d: Duration) -> f64 {
@@ -207,7 +207,7 @@ fn gate_shape(
     options: &CellOptions,
 ) -> Result<ShapeEvidence, CellError> {
     let shape = named.shape;
-    (op.check)(&shape).map_err(|reason| CellError::Shape { cell: op.key.to_string(), reason })?;
+    (op.check)(&shape).map_err(|e| CellError::Shape { cell: op.key.to_string(), reason: e.to_string() })?;
     let oracle_rows = check_oracle(op, cpu, shape, options.seed)?;
     let inputs = (op.inputs)(&shape, options.seed);
     let want = (op.reference)(&shape, &inputs);
@@ -261,18 +261,19 @@ fn gate_shape(
         // Graph replay on CUDA, where a graph captures every launch on the stream, the
         // incumbents' included. (CubeCL's wgpu client accepts a capture too, but a GLSL
         // incumbent's dispatches bypass it: its replay would time nothing.)
-        let graphs: Result<Vec<cubecl::client::Graph>, String> = if device.name() != "cuda" {
-            Err("no graphs".into())
-        } else {
-            runnable
-                .iter()
-                .map(|&i| {
-                    let (c, (scratch, out)) = (&all[i], &per[i]);
-                    record_graph(device, || drop((c.launch)(&Buffers { inputs: &ins, scratch, out })))
-                })
-                .collect()
-        };
-        if let Ok(graphs) = graphs {
+        let graphs: Option<Vec<cubecl::client::Graph>> = (device.name() == "cuda")
+            .then(|| {
+                runnable
+                    .iter()
+                    .map(|&i| {
+                        let (c, (scratch, out)) = (&all[i], &per[i]);
+                        record_graph(device, || drop((c.launch)(&Buffers { inputs: &ins, scratch, out })))
+                    })
+                    .collect::<Result<_, _>>()
+                    .ok()
+            })
+            .flatten();
+        if let Some(graphs) = graphs {
             let replays: Vec<Box<dyn FnMut() + '_>> = graphs
                 .iter()
                 .map(|g| {

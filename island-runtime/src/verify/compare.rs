@@ -8,7 +8,8 @@ use crate::tag::registry::ArmEntry;
 use crate::tag::target::Selection;
 use crate::tag::target::Target;
 use crate::values::inputs::{Group, Rng, seed_for};
-use crate::values::readback::{panic_text, read};
+use crate::values::readback::{ReadError, panic_text, read};
+use crate::values::tensor_map::TensorMapError;
 use crate::verify::proof_run::{ProofOptions, ProofRun, Verdict};
 use crate::verify::report::{Compared, Outputs, VALUE};
 use cubecl::prelude::*;
@@ -16,6 +17,29 @@ use cubecl::server::Handle;
 use island_vocab::Profile;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
+
+/// Why a run of a lifted island could not be launched or read, or its sides disagree on what
+/// they may compare.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// Not launched on this runtime: the reason of `crate::codegen::lowering::launch_hazard`.
+    #[error("{0}")]
+    NotLaunched(String),
+    #[error("tensor map `{map}` maps `{of}`, which is not an input")]
+    NoMappedInput { map: &'static str, of: &'static str },
+    #[error("input `{input}`: {source}")]
+    TensorMap { input: &'static str, source: TensorMapError },
+    #[error("launch panicked: {0}")]
+    Panicked(String),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(
+        "the `dont_care` condition marks other lanes on the {a} side than on the {b} side: it must read only the proof inputs"
+    )]
+    MaskDiffers { a: &'static str, b: &'static str },
+    #[error("the taint run changed the `dont_care` mask, which must read only the inputs it names")]
+    TaintChangedMask,
+}
 
 /// One side of a comparison: a tag, and the runtime that executes it.
 pub struct Side<'a> {
@@ -156,7 +180,7 @@ pub(crate) fn compare_sides(
     let inputs = fill_inputs(lifted, &groups, seed);
     run.inputs = lanes;
 
-    let outcome = (|| -> Result<Option<crate::verify::report::Difference>, String> {
+    let outcome = (|| -> Result<Option<crate::verify::report::Difference>, RunError> {
         let got = execute(a.client, lifted, cubes, &inputs, a.target, 0xa5)?;
         let want = execute(b.client, lifted, cubes, &inputs, b.target, 0x5a)?;
         // The bound of an accumulation contract: the reference on the inputs' magnitudes.
@@ -169,10 +193,7 @@ pub(crate) fn compare_sides(
             None
         };
         if got.dont_care != want.dont_care {
-            return Err(format!(
-                "the `dont_care` condition marks other lanes on the {} side than on the {} side: it must read only the proof inputs",
-                a.label, b.label
-            ));
+            return Err(RunError::MaskDiffers { a: a.label, b: b.label });
         }
         let mask = want.dont_care.as_deref();
         let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref(), dont_care: mask };
@@ -198,10 +219,7 @@ pub(crate) fn compare_sides(
                 for (side, clean, poison) in [(&a, &got, 0xa5), (&b, &want, 0x5a)] {
                     let dirty = execute(side.client, lifted, cubes, &tainted, side.target, poison)?;
                     if dirty.dont_care.as_deref() != Some(mask) {
-                        return Err(
-                            "the taint run changed the `dont_care` mask, which must read only the inputs it names"
-                                .into(),
-                        );
+                        return Err(RunError::TaintChangedMask);
                     }
                     if let Some(d) =
                         taint_difference(entry, lifted, &profile, side, (clean, &dirty), mask, (options.seed, seed))
@@ -220,7 +238,7 @@ pub(crate) fn compare_sides(
     run.verdict = match outcome {
         Ok(None) => Verdict::Proven,
         Ok(Some(d)) => Verdict::Mismatch { report: d.report, cubes: d.cubes },
-        Err(reason) => Verdict::Error { reason },
+        Err(e) => Verdict::Error { reason: e.to_string() },
     };
     run.time = start.elapsed();
     run
@@ -314,7 +332,7 @@ pub fn launch_args<'a>(
     inputs: &[Vec<u8>],
     target: Target,
     poison: u8,
-) -> Result<LaunchArgs<'a>, String> {
+) -> Result<LaunchArgs<'a>, RunError> {
     let lanes = (cubes * lifted.cube_dim) as usize;
     let mut buffers: Vec<(Handle, usize)> = inputs
         .iter()
@@ -328,12 +346,12 @@ pub fn launch_args<'a>(
             .iter()
             .enumerate()
             .find(|(_, q)| q.name == of)
-            .ok_or_else(|| format!("tensor map `{}` maps `{of}`, which is not an input", p.name))?;
+            .ok_or(RunError::NoMappedInput { map: p.name, of })?;
         let slice = mapped.shape.per_cube(lifted.cube_dim as usize) * mapped.value_size();
         let mut maps = Vec::with_capacity(cubes as usize * crate::values::tensor_map::MAP_BYTES);
         for cube in 0..cubes as usize {
             let map = crate::values::tensor_map::map_for(client, &buffers[source].0, cube * slice, slice, &tile)
-                .map_err(|e| format!("input `{}`: {e}", p.name))?;
+                .map_err(|source| RunError::TensorMap { input: p.name, source })?;
             maps.extend_from_slice(&map);
         }
         buffers[i] = (client.create_from_slice(&maps), maps.len() / p.value_size());
@@ -354,26 +372,21 @@ fn execute(
     inputs: &[Vec<u8>],
     target: Target,
     poison: u8,
-) -> Result<Outputs, String> {
+) -> Result<Outputs, RunError> {
     if let Some(reason) = crate::codegen::lowering::launch_hazard(lifted, target, client) {
-        return Err(reason);
+        return Err(RunError::NotLaunched(reason));
     }
     // Poisoned differently in the two runs, so a lane neither run writes still differs.
     let args = launch_args(client, lifted, cubes, inputs, target, poison)?;
     let handles: Vec<Handle> = args.buffers.iter().map(|(h, _)| h.clone()).collect();
     let launched = catch_unwind(AssertUnwindSafe(|| (lifted.launch)(&args)));
     if let Err(panic) = launched {
-        return Err(format!("launch panicked: {}", panic_text(&panic)));
+        return Err(RunError::Panicked(panic_text(&panic)));
     }
     let mut outputs = Vec::new();
     for (i, p) in lifted.params.iter().enumerate() {
         if p.mutable {
-            outputs.push((
-                p.name.to_string(),
-                p.kind,
-                p.width,
-                read(client, handles[i].clone()).map_err(|e| e.to_string())?,
-            ));
+            outputs.push((p.name.to_string(), p.kind, p.width, read(client, handles[i].clone())?));
         }
     }
     if let Some(kind) = lifted.output {
@@ -381,12 +394,12 @@ fn execute(
             VALUE.to_string(),
             kind,
             lifted.output_width,
-            read(client, handles[lifted.params.len()].clone()).map_err(|e| e.to_string())?,
+            read(client, handles[lifted.params.len()].clone())?,
         ));
     }
     let dont_care = match lifted.mask_buffer() {
         Some(i) => {
-            let bytes = read(client, handles[i].clone()).map_err(|e| e.to_string())?;
+            let bytes = read(client, handles[i].clone())?;
             let mask = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
             Some(mask.map(|m| m != 0).collect())
         }
@@ -399,7 +412,11 @@ fn execute(
 /// every float scalar of some output, on the proof inputs of `seed`: a group whose result is
 /// saturated compares only specials, and any two NaNs compare equal. Each group is named with
 /// the output it saturates. Integer outputs are not judged.
-pub fn saturated_groups(entry: &'static ArmEntry, client: &Client, seed: u64) -> Result<Vec<(Group, String)>, String> {
+pub fn saturated_groups(
+    entry: &'static ArmEntry,
+    client: &Client,
+    seed: u64,
+) -> Result<Vec<(Group, String)>, RunError> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return Ok(Vec::new()) };
     let cubes = run_cubes(lifted, None, 1);
     let groups = groups_of(lifted, cubes);

@@ -23,6 +23,8 @@ use crate::tag::lifted::{self, ProofSpec};
 use crate::tag::registry::ArmEntry;
 use crate::tag::target::Target;
 use crate::values::readback::panic_text;
+use crate::verify::bench::SyncError;
+use crate::verify::compare::RunError;
 use crate::verify::proof;
 use crate::verify::proof_run::{ProofOptions, ProofRun, Verdict};
 use cubecl::prelude::Client;
@@ -229,6 +231,20 @@ fn bit_exact(proof_run: &ProofRun, conformance: &ProofRun) -> Result<(), Decisio
     }
 }
 
+/// Why the speed half timed nothing.
+#[derive(Debug, thiserror::Error)]
+enum TimingError {
+    /// Not launched on this device: `lowering::launch_hazard`'s reason.
+    #[error("{0}")]
+    NotLaunched(String),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error("a launch panicked: {0}")]
+    Panicked(String),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+}
+
 /// The speed half: the lifted island with the arm (native) and with `default`, side by side.
 fn time(
     entry: &'static ArmEntry,
@@ -236,12 +252,12 @@ fn time(
     profile: Profile,
     device: &Client,
     options: &GateOptions,
-) -> Result<SpeedEvidence, String> {
+) -> Result<SpeedEvidence, TimingError> {
     let arm = Target::forced(profile, device).only(entry.site.id);
     let default = Target::default_arms(device);
     for t in [arm, default] {
         if let Some(reason) = lowering::launch_hazard(lifted, t, device) {
-            return Err(reason);
+            return Err(TimingError::NotLaunched(reason));
         }
     }
     // Scale the recipe up until one dispatch of `default` takes at least `MIN_KERNEL`: a lifted
@@ -269,8 +285,7 @@ fn time(
         let once = catch_unwind(AssertUnwindSafe(|| {
             crate::verify::bench::time_per_call(device, 2, 5, || (lifted.launch)(&default_args))
         }))
-        .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|p| TimingError::Panicked(panic_text(&p)))??;
         if once >= MIN_KERNEL || cubes >= max_cubes {
             break (arm_args, default_args);
         }
@@ -286,8 +301,7 @@ fn time(
                 &mut [("arm", &mut || (lifted.launch)(&arm_args)), ("default", &mut || (lifted.launch)(&default_args))],
             )
         }))
-        .map_err(|p| format!("a launch panicked: {}", panic_text(&p)))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|p| TimingError::Panicked(panic_text(&p)))??;
         for (a, d) in measured[0].iter().zip(&measured[1]) {
             ratios.push(d.as_secs_f64() / a.as_secs_f64().max(1e-12));
             arm_times.push(a.as_secs_f64() * 1e6);

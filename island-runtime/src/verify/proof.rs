@@ -36,23 +36,21 @@ pub fn distinct_profiles(entry: &'static ArmEntry, client: &Client) -> Vec<(Prof
     type Kept = (Profile, Vec<Profile>, Option<(String, String)>);
     let mut kept: Vec<Kept> = Vec::new();
     for profile in profiles_for(entry) {
-        let programs = (|| -> Result<(String, String), String> {
+        let programs = (|| -> Result<(String, String), crate::codegen::lowering::LoweringError> {
             let emulated = crate::codegen::lowering::source(
                 entry,
                 lifted,
                 &profile,
                 crate::codegen::lowering::Which::Emulated,
                 client,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             let default = crate::codegen::lowering::source(
                 entry,
                 lifted,
                 &profile,
                 crate::codegen::lowering::Which::Default,
                 client,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             Ok((crate::values::canonical::canonical(&emulated), crate::values::canonical::canonical(&default)))
         })()
         .ok();

@@ -16,7 +16,7 @@ use crate::kernels::{
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
-use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape};
+use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape, ShapeRefused};
 use island_runtime::inputs::Rng;
 
 /// Query heads per KV head in these cells.
@@ -40,9 +40,11 @@ pub(crate) fn attn(s: &Shape) -> AttnShape {
     AttnShape { heads: s.rows, kv_heads: s.rows / GROUP, context: s.cols }
 }
 
-pub(crate) fn check(s: &Shape) -> Result<(), String> {
+pub(crate) fn check(s: &Shape) -> Result<(), ShapeRefused> {
     if s.rows == 0 || !s.rows.is_multiple_of(GROUP) || s.cols == 0 {
-        return Err(format!("attention takes a multiple of {GROUP} heads and at least one position, got {s}"));
+        return Err(ShapeRefused(format!(
+            "attention takes a multiple of {GROUP} heads and at least one position, got {s}"
+        )));
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::quant::QuantType;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
-use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape};
+use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape, ShapeRefused};
 use island_runtime::inputs::Rng;
 
 pub const KEY: CellKey = CellKey { op: "embed", quant: "q8_0", elems: "f32 = q8_0 row" };
@@ -33,7 +33,7 @@ pub const EMBED: Op = Op {
         if s.rows > 0 && s.cols > 0 && s.cols.is_multiple_of(32) {
             Ok(())
         } else {
-            Err(format!("an embedding needs rows of a multiple of 32 values, got {s}"))
+            Err(ShapeRefused(format!("an embedding needs rows of a multiple of 32 values, got {s}")))
         }
     },
     inputs: |s, seed| {

@@ -11,7 +11,7 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_examples::q8_matvec::quantize_q8_1;
 use island_runtime::Target;
-use island_runtime::cell::{Buffers, CellError, CellKey, Inputs, NamedShape, Op, Shape};
+use island_runtime::cell::{Buffers, CellError, CellKey, Inputs, NamedShape, Op, Shape, ShapeRefused};
 use island_runtime::dispatch::{self, Choice};
 use island_runtime::inputs::Rng;
 
@@ -80,7 +80,7 @@ const fn op(ty: QuantType, add: bool) -> Op {
         oracle_rows: 64,
         check: |s| {
             if s.rows == 0 || s.cols == 0 || !s.cols.is_multiple_of(BLOCK) {
-                return Err(format!("a matvec needs rows of a multiple of {BLOCK} values, got {s}"));
+                return Err(ShapeRefused(format!("a matvec needs rows of a multiple of {BLOCK} values, got {s}")));
             }
             Ok(())
         },

@@ -8,7 +8,7 @@ use crate::kernels::{UNITS, grid, rmsnorm as kernel};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
-use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape};
+use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape, ShapeRefused};
 use island_runtime::inputs::Rng;
 
 pub const KEY: CellKey = CellKey { op: "rmsnorm", quant: "none", elems: "f32, one vector" };
@@ -28,7 +28,11 @@ pub const RMSNORM: Op = Op {
     ],
     oracle_rows: 1,
     check: |s| {
-        if s.rows == 1 && s.cols > 0 { Ok(()) } else { Err(format!("RMSNorm of one vector takes 1 × n, got {s}")) }
+        if s.rows == 1 && s.cols > 0 {
+            Ok(())
+        } else {
+            Err(ShapeRefused(format!("RMSNorm of one vector takes 1 × n, got {s}")))
+        }
     },
     inputs: |s, seed| {
         let mut rng = Rng::new(seed);

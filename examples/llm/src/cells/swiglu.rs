@@ -6,7 +6,7 @@ use crate::kernels::{UNITS, grid};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
-use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape};
+use island_runtime::cell::{CellError, CellKey, NamedShape, Op, Shape, ShapeRefused};
 use island_runtime::inputs::Rng;
 
 pub const SWIGLU_KEY: CellKey = CellKey { op: "swiglu", quant: "none", elems: "f32" };
@@ -23,7 +23,13 @@ pub const SWIGLU: Op = Op {
         NamedShape { name: "wide (4.19M pairs, 48 MiB moved)", shape: Shape { rows: 1, cols: 65535 * 64 } },
     ],
     oracle_rows: 1,
-    check: |s| if s.rows == 1 && s.cols > 0 { Ok(()) } else { Err(format!("SwiGLU takes one row of pairs, got {s}")) },
+    check: |s| {
+        if s.rows == 1 && s.cols > 0 {
+            Ok(())
+        } else {
+            Err(ShapeRefused(format!("SwiGLU takes one row of pairs, got {s}")))
+        }
+    },
     inputs: |s, seed| {
         let (gate, up) = swiglu_pairs(s.cols, &mut Rng::new(seed));
         let n = s.cols;
