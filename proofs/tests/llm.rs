@@ -1,12 +1,12 @@
 //! The model engine (`examples/llm`) end to end: on the CPU runtime its logits equal the
 //! plain-Rust reference's bit for bit (every op dispatched through its cell), on every device runtime of the conformance list they equal
-//! the CPU runtime's, and a bad model file is an error that names it.
+//! the CPU runtime's, and a bad model file or recorded run is an error that names it.
 
 use island_llm::cells;
 use island_llm::generate::{self, Agreement};
 use island_llm::reference::Reference;
 use island_llm::tokenizer::Tok;
-use island_llm::{Engine, LlmError, Model, model_file};
+use island_llm::{Engine, LlmError, Model, model_file, record};
 use island_runtime::cell::{self, CellKey};
 use island_runtime::dispatch;
 use island_runtime::runtimes::RuntimeName;
@@ -34,6 +34,7 @@ pub fn trials() -> Vec<Trial> {
             Trial::test("examples::llm::tokenizer_splits_digits_and_keeps_control_tokens", tokenizer),
             Trial::test("examples::llm::exp_matches_its_definition_at_the_edges", exp_edges),
             Trial::test("examples::llm::bad_model_files_are_errors", bad_files),
+            Trial::test("examples::llm::malformed_recorded_runs_are_errors", bad_records),
         ]
         .map(|t| t.with_kind("example")),
     );
@@ -250,6 +251,44 @@ fn bad_files() -> Result<(), Failed> {
             Err(e) if e.to_string().contains(needle) => {}
             Err(e) => return Err(format!("{what}: the error `{e}` does not say `{needle}`").into()),
         }
+    }
+    Ok(())
+}
+
+/// A recorded run reads back as written; a malformed hash or token is an error naming its line,
+/// never a panic (a multi-byte character in a hash of 64 bytes included).
+fn bad_records() -> Result<(), Failed> {
+    let step = |token, b| generate::Step { token, hash: [b; 32], logits: Vec::new() };
+    let run = generate::Generation {
+        prompt: vec![1, 2],
+        steps: vec![step(7, 0xab), step(8, 0x0f)],
+        prefill: Default::default(),
+        decode: Default::default(),
+    };
+    let text = record::format(&run);
+    let back = record::parse(&text)?;
+    if back.prompt != run.prompt
+        || back.steps.iter().zip(&run.steps).any(|(a, b)| (a.token, a.hash) != (b.token, b.hash))
+    {
+        return Err(format!("a recorded run does not read back:\n{text}").into());
+    }
+    let good = "ab".repeat(32);
+    let checks = [
+        ("a hash with a two-byte character", good.replacen("ab", "é", 1), "line 5"),
+        ("a hash of 63 digits", good[1..].to_string(), "line 5"),
+        ("a hash that is not hexadecimal", good.replacen("ab", "xy", 1), "line 5"),
+    ];
+    for (what, hash, needle) in checks {
+        let bad = text.replacen(&"0f".repeat(32), &hash, 1);
+        match std::panic::catch_unwind(|| record::parse(&bad)) {
+            Err(_) => return Err(format!("{what}: the reader panicked").into()),
+            Ok(Ok(_)) => return Err(format!("{what} was accepted").into()),
+            Ok(Err(e)) if e.to_string().contains(needle) => {}
+            Ok(Err(e)) => return Err(format!("{what}: the error `{e}` does not say `{needle}`").into()),
+        }
+    }
+    if record::parse(&text.replacen("\"token\": 8", "\"token\": 4294967296", 1)).is_ok() {
+        return Err("a token past u32 was accepted".into());
     }
     Ok(())
 }

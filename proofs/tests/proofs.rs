@@ -2,19 +2,26 @@
 //! fixtures, which must be caught; the registry checks; the examples' own checks; the ledger
 //! and the gate.
 
+mod allocation_cap;
 mod cells;
 mod dont_care;
 mod examples;
 mod ledger;
 mod llm;
+mod llm_corruption;
 mod llm_ops;
 mod negative;
 mod slow;
+mod synthetic_gguf;
 mod tensor_core;
 mod tiered;
 
 use island_examples as _;
 use island_intrinsics as _;
+
+/// The system allocator, noting each thread's largest allocation (`llm_corruption`).
+#[global_allocator]
+static ALLOCATOR: allocation_cap::Noting = allocation_cap::Noting;
 
 fn main() {
     let mut trials = proofs::proof_trials(&["island-examples", "island-intrinsics", "proofs"]);
@@ -26,6 +33,7 @@ fn main() {
     ]));
     trials.extend(examples::trials());
     trials.extend(llm::trials());
+    trials.extend(llm_corruption::trials());
     trials.extend(llm_ops::trials());
     trials.extend(ledger::trials());
     trials.extend(cells::trials());

@@ -95,9 +95,14 @@ impl Engine {
                 c.context
             )));
         }
+        // The attention state's bytes, `(dim + 2·layers·context·kv_dim)·4`, must fit a usize.
+        let kv_values = c.layers.checked_mul(context).and_then(|n| n.checked_mul(c.kv_dim()));
+        if kv_values.and_then(|n| n.checked_mul(2)?.checked_add(c.dim)?.checked_mul(4)).is_none() {
+            return Err(LlmError::Setting(format!("a KV cache of {context} positions overflows the address space")));
+        }
+        let kv_values = kv_values.unwrap_or_default();
         let target = target.unwrap_or_else(|| Target::for_client(client));
         let (cos, sin) = rope_tables(&c, context);
-        let kv_values = c.layers * context * c.kv_dim();
         let layers = model
             .layers
             .iter()

@@ -15,8 +15,10 @@ pub enum LlmError {
     #[error("{path} is not the expected model: {why}; `bash scripts/fetch-model.sh` fetches it again")]
     WrongModel { path: PathBuf, why: String },
     #[error("the GGUF file does not parse: {0}")]
-    Gguf(String),
-    #[error("the GGUF metadata key `{key}` is missing or has the wrong type: {why}")]
+    Gguf(#[from] crate::gguf::GgufError),
+    #[error(transparent)]
+    Meta(#[from] crate::gguf::MetaError),
+    #[error("the GGUF metadata key `{key}`: {why}")]
     Metadata { key: String, why: String },
     #[error("tensor `{name}`: {why}")]
     Tensor { name: String, why: String },
@@ -28,6 +30,9 @@ pub enum LlmError {
     Tokenizer(String),
     #[error("{0}")]
     Setting(String),
+    /// An `--expect` file that is not a recorded run (serde's message names the line).
+    #[error("{path}: not a recorded run: {source}")]
+    Record { path: PathBuf, source: serde_json::Error },
     /// An `ISLANDS_*` setting of the environment is refused.
     #[error(transparent)]
     Environment(#[from] island_runtime::settings::SettingError),

@@ -1,7 +1,8 @@
 //! SmolLM2-135M on island kernels: one source for every backend, and the same logits, byte for
 //! byte, on each.
 //!
-//! - [`model_file`]: where the GGUF lives and whether it is the checked one.
+//! - [`model_file`]: where the GGUF lives and whether it is the checked one; [`gguf`]: the
+//!   checked reader of its header, metadata and tensor directory.
 //! - [`weights`]: the model read from the GGUF; [`quant`]: its Q8_0 and Q4_1 matrices in the
 //!   kernels' layout.
 //! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
@@ -13,7 +14,8 @@
 //! - [`reference`]: the same forward pass in plain Rust, operation for operation ([`rope`]: its
 //!   and the engine's RoPE tables);
 //!   [`float_reference`]: the textbook forward pass in f64, to show the engine is also correct.
-//! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs.
+//! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs; [`record`]:
+//!   a run's tokens and hashes as a file.
 
 // This crate's evidence ledger (`ledger.json`): its cell records (`islands gate --ops`).
 island_runtime::ledger!();
@@ -24,12 +26,14 @@ pub mod engine;
 pub mod error;
 pub mod float_reference;
 pub mod generate;
+pub mod gguf;
 pub mod incumbents;
 pub mod kernels;
 pub mod math;
 pub mod model_file;
 pub mod ops;
 pub mod quant;
+pub mod record;
 pub mod reference;
 pub mod rope;
 pub mod tokenizer;

@@ -18,7 +18,7 @@ use island_llm::float_reference::FloatReference;
 use island_llm::generate::{self, Agreement, Generation};
 use island_llm::reference::Reference;
 use island_llm::tokenizer::Tok;
-use island_llm::{Engine, LlmError, Model, model_file};
+use island_llm::{Engine, LlmError, Model, model_file, record};
 use island_runtime::runtimes::RuntimeName;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -111,7 +111,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     if prompt.is_empty() || args.tokens == 0 {
         return Err(LlmError::Setting("the prompt and --tokens must be non-empty".into()));
     }
-    if prompt.len() + args.tokens > args.context {
+    if prompt.len().checked_add(args.tokens).is_none_or(|n| n > args.context) {
         return Err(LlmError::Setting(format!(
             "{} prompt tokens and {} to generate do not fit a context of {} (--context)",
             prompt.len(),
@@ -119,7 +119,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
             args.context
         )));
     }
-    let expected = args.expect.as_ref().map(read_record).transpose()?;
+    let expected = args.expect.as_deref().map(record::read).transpose()?;
     if let Some(e) = &expected
         && e.prompt != prompt
     {
@@ -180,7 +180,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         ok &= report(&format!("{} vs {}", args.runtime.as_str(), args.expect.as_ref().unwrap().display()), &ours, e);
     }
     if let Some(p) = &args.record {
-        write_record(p, &ours)?;
+        record::write(p, &ours)?;
         println!("recorded {} steps in {}", ours.steps.len(), p.display());
     }
     Ok(ok)
@@ -236,45 +236,4 @@ fn report(what: &str, a: &Generation, b: &Generation) -> bool {
             false
         }
     }
-}
-
-/// A recorded run: the prompt, and per step the token and the logits' SHA-256 (the logits
-/// themselves are not kept, so a difference is reported by step only).
-fn write_record(path: &PathBuf, g: &Generation) -> Result<(), LlmError> {
-    let mut out = format!("{{\n  \"prompt\": {:?},\n  \"steps\": [\n", g.prompt);
-    for (i, s) in g.steps.iter().enumerate() {
-        let sep = if i + 1 < g.steps.len() { "," } else { "" };
-        out += &format!("    {{\"token\": {}, \"sha256\": \"{}\"}}{sep}\n", s.token, model_file::hex(&s.hash));
-    }
-    out += "  ]\n}\n";
-    std::fs::write(path, out).map_err(|source| LlmError::Read { path: path.clone(), source })
-}
-
-fn read_record(path: &PathBuf) -> Result<Generation, LlmError> {
-    let bad = |why: String| LlmError::Setting(format!("{}: {why}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|source| LlmError::Read { path: path.clone(), source })?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let prompt = v["prompt"].as_array().ok_or_else(|| bad("no `prompt` array".into()))?;
-    let prompt = prompt
-        .iter()
-        .map(|t| t.as_u64().map(|t| t as u32))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| bad("a prompt token is not a number".into()))?;
-    let steps = v["steps"].as_array().ok_or_else(|| bad("no `steps` array".into()))?;
-    let steps = steps
-        .iter()
-        .map(|s| {
-            let token = s["token"].as_u64().ok_or_else(|| bad("a step without a token".into()))? as u32;
-            let h = s["sha256"]
-                .as_str()
-                .filter(|h| h.len() == 64)
-                .ok_or_else(|| bad("a step without a 64-digit sha256".into()))?;
-            let mut hash = [0u8; 32];
-            for (i, b) in hash.iter_mut().enumerate() {
-                *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).map_err(|e| bad(e.to_string()))?;
-            }
-            Ok(generate::Step { token, hash, logits: Vec::new() })
-        })
-        .collect::<Result<Vec<_>, LlmError>>()?;
-    Ok(Generation { prompt, steps, prefill: Default::default(), decode: Default::default() })
 }

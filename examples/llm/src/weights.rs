@@ -2,8 +2,8 @@
 //! checked against what the engine runs before anything reaches a device.
 
 use crate::error::LlmError;
+use crate::gguf::{Gguf, MetaError, Tensor, TensorType};
 use crate::quant::{QuantMatrix, QuantType};
-use ggus::{GGmlType, GGuf, GGufMetaMapExt};
 
 /// The hyperparameters the forward pass needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,31 +63,27 @@ pub struct Model {
     pub output_norm: Vec<f32>,
 }
 
-fn meta<T>(r: Result<T, ggus::GGufMetaError>, key: &str) -> Result<T, LlmError> {
-    r.map_err(|e| LlmError::Metadata { key: key.into(), why: format!("{e:?}") })
-}
-
 impl Model {
-    /// Parses a GGUF file of the llama architecture with Q4_1 or Q8_0 matrices.
+    /// Parses a GGUF file of the llama architecture with Q4_1 or Q8_0 matrices. The file is read
+    /// by the checked reader ([`crate::gguf`]); every hyperparameter is then checked against the
+    /// tensors before it sizes anything.
     pub fn from_gguf(bytes: &[u8]) -> Result<Model, LlmError> {
-        let gguf = GGuf::new(bytes).map_err(|e| LlmError::Gguf(e.to_string()))?;
-        let arch = meta(gguf.general_architecture(), "general.architecture")?;
+        let gguf = Gguf::parse(bytes)?;
+        let arch = gguf.str("general.architecture")?;
         if arch != "llama" {
             return Err(LlmError::Unsupported { what: "`general.architecture` = llama".into(), found: arch.into() });
         }
-        let usize_of = |key: &str| meta(gguf.get_usize(key), key);
-        let f32_of = |key: &str| meta(gguf.get_f32(key), key);
         let config = Config {
-            layers: usize_of("llama.block_count")?,
-            dim: usize_of("llama.embedding_length")?,
-            ffn: usize_of("llama.feed_forward_length")?,
-            heads: usize_of("llama.attention.head_count")?,
-            kv_heads: usize_of("llama.attention.head_count_kv")?,
-            head_dim: usize_of("llama.rope.dimension_count")?,
+            layers: gguf.usize("llama.block_count")?,
+            dim: gguf.usize("llama.embedding_length")?,
+            ffn: gguf.usize("llama.feed_forward_length")?,
+            heads: gguf.usize("llama.attention.head_count")?,
+            kv_heads: gguf.usize("llama.attention.head_count_kv")?,
+            head_dim: gguf.usize("llama.rope.dimension_count")?,
             vocab: 0,
-            rope_base: f32_of("llama.rope.freq_base")?,
-            eps: f32_of("llama.attention.layer_norm_rms_epsilon")?,
-            context: usize_of("llama.context_length")?,
+            rope_base: gguf.f32("llama.rope.freq_base")?,
+            eps: gguf.f32("llama.attention.layer_norm_rms_epsilon")?,
+            context: gguf.usize("llama.context_length")?,
         };
         if config.heads == 0 || config.kv_heads == 0 || !config.heads.is_multiple_of(config.kv_heads) {
             return Err(LlmError::Unsupported {
@@ -95,49 +91,55 @@ impl Model {
                 found: format!("{} and {}", config.heads, config.kv_heads),
             });
         }
-        if config.head_dim * config.heads != config.dim || config.head_dim != 64 {
+        if config.head_dim.checked_mul(config.heads) != Some(config.dim) || config.head_dim != 64 {
             return Err(LlmError::Unsupported {
                 what: "heads of 64 that tile the embedding".into(),
                 found: format!("{} heads of {} for an embedding of {}", config.heads, config.head_dim, config.dim),
             });
         }
+        // Nine tensors a layer: a block count the directory cannot hold sizes nothing.
+        if config.layers == 0 || config.layers > gguf.tensors().len() / 9 {
+            return Err(LlmError::Unsupported {
+                what: "1 or more layers of nine tensors each".into(),
+                found: format!("{} layers and {} tensors", config.layers, gguf.tensors().len()),
+            });
+        }
+        for (key, x) in
+            [("llama.rope.freq_base", config.rope_base), ("llama.attention.layer_norm_rms_epsilon", config.eps)]
+        {
+            if !(x.is_finite() && x > 0.0) {
+                return Err(LlmError::Metadata { key: key.into(), why: format!("{x} is not finite and positive") });
+            }
+        }
         let vocab = read_vocab(&gguf)?;
         let config = Config { vocab: vocab.tokens.len(), ..config };
 
-        let tensor = |name: &str| -> Result<(GGmlType, Vec<usize>, &[u8]), LlmError> {
-            let t = gguf
-                .tensors
-                .get(name)
-                .ok_or_else(|| LlmError::Tensor { name: name.into(), why: "missing".into() })?
-                .to_info();
-            let data = gguf
-                .data
-                .get(t.offset()..t.offset() + t.nbytes())
-                .ok_or_else(|| LlmError::Tensor { name: name.into(), why: "its data lies outside the file".into() })?;
-            Ok((t.ty(), t.shape().iter().map(|&d| d as usize).collect(), data))
+        let tensor = |name: &str| -> Result<&Tensor, LlmError> {
+            gguf.tensor(name).ok_or_else(|| LlmError::Tensor { name: name.into(), why: "missing".into() })
         };
         let matrix = |name: &str, rows: usize, cols: usize| -> Result<QuantMatrix, LlmError> {
-            let (ty, shape, data) = tensor(name)?;
+            let t = tensor(name)?;
             let bad = |why: String| LlmError::Tensor { name: name.into(), why };
-            if shape != [cols, rows] {
-                return Err(bad(format!("shape {shape:?}, expected [{cols}, {rows}]")));
+            if t.shape != [cols as u64, rows as u64] {
+                return Err(bad(format!("shape {:?}, expected [{cols}, {rows}]", t.shape)));
             }
-            let ty = match ty {
-                GGmlType::Q8_0 => QuantType::Q8_0,
-                GGmlType::Q4_1 => QuantType::Q4_1,
-                other => return Err(bad(format!("type {other:?}; this engine runs Q8_0 and Q4_1"))),
+            let ty = match t.ty {
+                TensorType::Q8_0 => QuantType::Q8_0,
+                TensorType::Q4_1 => QuantType::Q4_1,
+                other => return Err(bad(format!("type {}; this engine runs Q8_0 and Q4_1", other.name()))),
             };
-            QuantMatrix::from_gguf(ty, rows, cols, data).map_err(|source| LlmError::Quant { name: name.into(), source })
+            QuantMatrix::from_gguf(ty, rows, cols, t.data)
+                .map_err(|source| LlmError::Quant { name: name.into(), source })
         };
         let vector = |name: &str, len: usize| -> Result<Vec<f32>, LlmError> {
-            let (ty, shape, data) = tensor(name)?;
-            if ty != GGmlType::F32 || shape != [len] {
+            let t = tensor(name)?;
+            if t.ty != TensorType::F32 || t.shape != [len as u64] {
                 return Err(LlmError::Tensor {
                     name: name.into(),
-                    why: format!("{ty:?} {shape:?}, expected F32 [{len}]"),
+                    why: format!("{} {:?}, expected F32 [{len}]", t.ty.name(), t.shape),
                 });
             }
-            Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+            Ok(t.data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
         };
         let stack = |name: &str, parts: &[&QuantMatrix]| {
             QuantMatrix::stack(parts).map_err(|source| LlmError::Quant { name: name.into(), source })
@@ -151,13 +153,13 @@ impl Model {
                 why: "this engine needs Q8_0 embeddings".into(),
             });
         }
-        if gguf.tensors.contains_key("output.weight") {
+        if gguf.tensor("output.weight").is_some() {
             return Err(LlmError::Unsupported {
                 what: "tied embeddings".into(),
                 found: "an `output.weight` tensor".into(),
             });
         }
-        let mut layers = Vec::with_capacity(config.layers);
+        let mut layers = Vec::new();
         for l in 0..config.layers {
             let name = |t: &str| format!("blk.{l}.{t}.weight");
             let (q, k, v) =
@@ -176,33 +178,42 @@ impl Model {
     }
 }
 
-fn read_vocab(gguf: &GGuf) -> Result<Vocab, LlmError> {
-    let strings = |key: &str| -> Result<Vec<String>, LlmError> {
-        meta(gguf.get_str_arr(key), key)?
-            .map(|s| s.map(str::to_owned).map_err(|e| LlmError::Metadata { key: key.into(), why: format!("{e:?}") }))
-            .collect()
-    };
-    let model = meta(gguf.tokenizer_ggml_model(), "tokenizer.ggml.model")?;
+fn read_vocab(gguf: &Gguf) -> Result<Vocab, LlmError> {
+    let model = gguf.str("tokenizer.ggml.model")?;
     if model != "gpt2" {
         return Err(LlmError::Unsupported { what: "a byte-level BPE vocabulary (`gpt2`)".into(), found: model.into() });
     }
-    let tokens = strings("tokenizer.ggml.tokens")?;
-    let token_types = meta(gguf.get_i32_arr("tokenizer.ggml.token_type"), "tokenizer.ggml.token_type")?
-        .collect::<Result<Vec<i32>, _>>()
-        .map_err(|e| LlmError::Metadata { key: "tokenizer.ggml.token_type".into(), why: format!("{e:?}") })?;
+    let owned =
+        |key: &str| -> Result<Vec<String>, LlmError> { Ok(gguf.strings(key)?.iter().map(|&s| s.to_owned()).collect()) };
+    let tokens = owned("tokenizer.ggml.tokens")?;
+    let token_types = gguf.i32s("tokenizer.ggml.token_type")?;
     if token_types.len() != tokens.len() {
         return Err(LlmError::Metadata {
             key: "tokenizer.ggml.token_type".into(),
             why: "not one type per token".into(),
         });
     }
-    let id = |key: &str| meta(gguf.get_u32(key), key);
+    // Token ids the engine feeds or stops at must name a token.
+    let id = |key: &str| -> Result<u32, LlmError> {
+        let id = gguf.u32(key)?;
+        if id as usize >= tokens.len() {
+            return Err(LlmError::Metadata {
+                key: key.into(),
+                why: format!("{id} is outside the {} tokens", tokens.len()),
+            });
+        }
+        Ok(id)
+    };
+    let add_bos = match gguf.bool("tokenizer.ggml.add_bos_token") {
+        Err(MetaError::Missing { .. }) => false,
+        other => other?,
+    };
     Ok(Vocab {
-        merges: strings("tokenizer.ggml.merges")?,
-        pre: meta(gguf.get_str("tokenizer.ggml.pre"), "tokenizer.ggml.pre")?.to_owned(),
+        merges: owned("tokenizer.ggml.merges")?,
+        pre: gguf.str("tokenizer.ggml.pre")?.to_owned(),
         eos: id("tokenizer.ggml.eos_token_id")?,
         bos: id("tokenizer.ggml.bos_token_id")?,
-        add_bos: gguf.get_bool("tokenizer.ggml.add_bos_token").unwrap_or(false),
+        add_bos,
         tokens,
         token_types,
     })
