@@ -490,11 +490,11 @@ macro_rules! mmq_entry {
             let xs_block = &xs[(col0 / 4) as usize..];
             let y_block = &mut y[(col0 * m + row0) as usize..];
             island! {
-                proof(wq_block: &[Vector<i32, Const<4>>; crate::mmq::proof_wq_words(crate::mmq::Quant::$quant)],
+                proof(wq_block: &[Vector<i32, Const<4>>; crate::mmq::kernel::proof_wq_words(crate::mmq::quant::Quant::$quant)],
                       wd_block: &[Vector<f32, Const<4>>; 384], wm_block: &[Vector<f32, Const<4>>; 384],
                       xq_block: &[Vector<i32, Const<4>>; 3072], xd_block: &[Vector<f32, Const<4>>; 384],
                       xs_block: &[Vector<f32, Const<4>>; 384], y_block: &mut [f32; 16384],
-                      m: u32 = 128, k: u32 = crate::mmq::PROOF_K, n: u32 = 128), cube_dim = 256;
+                      m: u32 = 128, k: u32 = crate::mmq::kernel::PROOF_K, n: u32 = 128), cube_dim = 256;
                 cuda if sm >= 80 => block_mma(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
                                               comptime!((m, k, n)), Quant::$quant, target),
                 default => block_scalar(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
