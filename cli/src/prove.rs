@@ -88,22 +88,23 @@ fn prove_all(
     let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let worker = || {
         let mut mine = Vec::new();
-        while let Some(entry) = arms.get(next.fetch_add(1, Ordering::Relaxed)) {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(entry) = arms.get(i) else { break };
             let t = Instant::now();
             let these = proof::prove(entry, client, options);
             let words: Vec<&str> = these.iter().map(|r| r.verdict_word()).collect();
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             let elapsed = t.elapsed().as_secs_f64();
             eprintln!("[{n}/{}] {} ... {} ({elapsed:.1} s)", arms.len(), entry.name(), words.join(", "));
-            mine.push((entry.name(), these));
+            mine.push((i, these));
         }
         mine
     };
-    let mut runs: Vec<(String, Vec<ProofRun>)> = std::thread::scope(|scope| {
+    let mut runs: Vec<(usize, Vec<ProofRun>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs).map(|_| scope.spawn(worker)).collect();
         workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
     });
-    let order = |name: &String| arms.iter().position(|e| e.name() == *name);
-    runs.sort_by_key(|(name, _)| order(name));
+    runs.sort_by_key(|(i, _)| *i);
     runs.into_iter().flat_map(|(_, r)| r).collect()
 }
