@@ -188,8 +188,8 @@ fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     let (dim, kv) = (CONFIG.dim, CONFIG.kv_dim());
     let (cos, sin) = rope_tables(&CONFIG, SHAPE.context);
     let qkv: Vec<f32> = (0..dim + 2 * kv).map(|i| if i % 17 == 0 { -0.0 } else { rng.wide(12) }).collect();
-    let (pos, slot) = (37usize, 5usize);
-    let at = slot * kv;
+    let pos = 37usize;
+    let at = pos * kv;
     let cache = SHAPE.context * kv;
     let half = CONFIG.head_dim / 2;
     let (mut q, mut kc, mut vc) = (vec![0.0; dim], vec![0.0; cache], vec![0.0; cache]);
@@ -205,7 +205,7 @@ fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     vc[at..at + kv].copy_from_slice(&qkv[dim + kv..]);
     let rotated: Vec<f32> = q.iter().chain(&kc[at..at + kv]).copied().collect();
     decides("each output rounded twice (product, then sum)", &rotated, &unfused)?;
-    let got = ops::rope(client, &qkv, (&cos, &sin), pos as u32, at as u32, cache, SHAPE)?;
+    let got = ops::rope(client, &qkv, (&cos, &sin), pos as u32, cache, SHAPE)?;
     same_bits("rope: the query", &got.q, &q)?;
     same_bits("rope: the key cache", &got.kc, &kc)?;
     same_bits("rope: the value cache", &got.vc, &vc)

@@ -1,12 +1,20 @@
 //! The forward pass on one CubeCL client: weights resident once in their quantized form, a KV
 //! cache, one token a step.
+//!
+//! What changes from one step to the next (the token, its position) lives in a small device
+//! buffer ([`slots`]) that the host writes before the step; every launch of a step is the same
+//! launch at every position. Where the runtime records graphs (CUDA), the first step's launches
+//! are recorded once, the layers and the logits head apart, and replayed at every later step:
+//! the same kernels on the same buffers, without CubeCL's host cost per launch.
 
 use crate::cells;
 use crate::error::LlmError;
-use crate::kernels::{AttnShape, MatvecShape};
+use crate::kernels::{AttnShape, MatvecShape, slots};
 use crate::quant::{BLOCK, QuantMatrix};
 use crate::rope::rope_tables;
 use crate::weights::{Config, Model};
+use cubecl::bytes::Bytes;
+use cubecl::client::Graph;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
@@ -58,10 +66,34 @@ struct Scratch {
     gate_up: Handle,
     a: Handle,
     logits: Handle,
+    /// What changes between steps, `u32`s at [`slots`].
+    step: Handle,
+}
+
+/// The two parts of a step, each launched, or recorded once and replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// The embedding and every layer: the caches take the token's key and value.
+    Layers,
+    /// The final norm and the logits.
+    Head,
+}
+
+/// How a part of a step runs.
+enum Replay {
+    /// Not yet tried: the next run launches it and records it where the runtime can.
+    Untried,
+    /// Recorded: replayed.
+    Recorded(Graph),
+    /// Launched at every step (no graphs on this runtime, replay turned off, or the recording
+    /// refused, with why).
+    Launched(String),
 }
 
 /// The model on a device, ready to run a sequence of up to `context` positions.
 pub struct Engine {
+    /// The recorded parts (dropped before the buffers they name), layers then head.
+    replays: [Replay; 2],
     client: Client,
     target: Target,
     config: Config,
@@ -128,8 +160,10 @@ impl Engine {
             gate_up: client.empty(2 * c.ffn * 4),
             a: client.empty(c.ffn * 4),
             logits: client.empty(c.vocab * 4),
+            step: client.create_from_slice(u32::as_bytes(&[0; slots::LEN])),
         };
         Ok(Engine {
+            replays: [Replay::Untried, Replay::Untried],
             client: client.clone(),
             target,
             config: c,
@@ -160,6 +194,24 @@ impl Engine {
         self.pos = 0;
     }
 
+    /// Launches every kernel of every step (`false`), instead of replaying the recorded steps
+    /// where the runtime records graphs (`true`, the default). Both compute the same launches.
+    pub fn set_replay(&mut self, on: bool) {
+        for r in &mut self.replays {
+            *r = if on { Replay::Untried } else { Replay::Launched("replay turned off".into()) };
+        }
+    }
+
+    /// How each part of a step ran at the last step: `"replayed"`, or `"launched: why"`.
+    pub fn replay_state(&self) -> String {
+        let part = |r: &Replay| match r {
+            Replay::Untried => "not run yet".to_string(),
+            Replay::Recorded(_) => "replayed".to_string(),
+            Replay::Launched(why) => format!("launched ({why})"),
+        };
+        format!("layers {}, logits {}", part(&self.replays[0]), part(&self.replays[1]))
+    }
+
     /// Runs `token` at the next position; with `logits`, returns the logits of the next token.
     pub fn step(&mut self, token: u32, logits: bool) -> Result<Option<Vec<f32>>, LlmError> {
         let c = self.config;
@@ -169,39 +221,113 @@ impl Engine {
         if self.pos >= self.context {
             return Err(LlmError::Setting(format!("the sequence is full: {} positions", self.context)));
         }
+        let mut step = [0u32; slots::LEN];
+        (step[slots::TOKEN], step[slots::POS], step[slots::N]) = (token, self.pos as u32, self.pos as u32 + 1);
+        self.client.write(&self.scratch.step, Bytes::from_elems(step.to_vec()));
+        self.run(Part::Layers, token)?;
+        self.pos += 1;
+        if !logits {
+            return Ok(None);
+        }
+        self.run(Part::Head, token)?;
+        let bytes = island_runtime::readback::read(&self.client, self.scratch.logits.clone())
+            .map_err(|e| LlmError::Runtime(e.to_string()))?;
+        Ok(Some(f32::from_bytes(&bytes).to_vec()))
+    }
+
+    /// Runs `part` of the step at `self.pos` (its token `token`): replays its recording, or
+    /// launches it and, the first time on a runtime that records graphs, records it. The
+    /// launch before a recording is the step's own (its results stand); the recording itself
+    /// executes nothing. A part whose cells ran an incumbent is not recorded: an incumbent takes
+    /// its scalars from a buffer built for that step.
+    fn run(&mut self, part: Part, token: u32) -> Result<(), LlmError> {
+        let i = part as usize;
+        match &self.replays[i] {
+            Replay::Recorded(g) => {
+                // SAFETY: the graph's buffers are this engine's and live as long as it (the
+                // recordings are dropped first); only this engine's client, on its one stream,
+                // uses them, and it writes the step buffer on that stream between replays.
+                return unsafe { g.replay() }.map_err(|e| LlmError::Runtime(format!("replaying the step: {e}")));
+            }
+            Replay::Launched(_) => return self.launch(part, token),
+            Replay::Untried => {}
+        }
+        if let Err(e) = self.client.graph_prepare() {
+            self.replays[i] = Replay::Launched(format!("{} records no graphs: {e}", self.client.name()));
+            return self.launch(part, token);
+        }
+        let incumbents = cells::incumbent_launches();
+        let warm = self.launch(part, token);
+        let recorded = match warm {
+            Ok(()) => match self.client.start_capture() {
+                Ok(()) => {
+                    let launched = self.launch(part, token);
+                    match (launched, self.client.stop_capture()) {
+                        (Ok(()), Ok(graph)) => Ok(graph),
+                        (Err(e), _) => Err(e.to_string()),
+                        (_, Err(e)) => Err(e.to_string()),
+                    }
+                }
+                Err(e) => {
+                    // Refused up front: the capture stays prepared until it is stopped.
+                    let _ = self.client.stop_capture();
+                    Err(e.to_string())
+                }
+            },
+            Err(_) => {
+                let _ = self.client.stop_capture();
+                Err(String::new())
+            }
+        };
+        warm?;
+        self.replays[i] = match recorded {
+            Ok(_) if cells::incumbent_launches() != incumbents => {
+                Replay::Launched("an incumbent kernel runs in it, with scalars built per step".into())
+            }
+            Ok(graph) => Replay::Recorded(graph),
+            Err(why) => {
+                let why = why.lines().find(|l| l.contains("Caused by")).map_or(why.as_str(), str::trim).to_string();
+                log::info!("{part:?} of the step is launched at every step: recording it failed: {why}");
+                Replay::Launched(format!("not recorded: {why}"))
+            }
+        };
+        Ok(())
+    }
+
+    /// Launches `part` of the step at `self.pos` (its token `token`; the step buffer holds both).
+    fn launch(&self, part: Part, token: u32) -> Result<(), LlmError> {
+        let c = self.config;
         let (client, t, sc) = (&self.client, self.target, &self.scratch);
+        if part == Part::Head {
+            self.norm(&sc.x, &self.output_norm, &sc.h)?;
+            return self.matvec(&self.embedding, &sc.h, c.dim, &sc.logits);
+        }
         let kv = c.kv_dim();
         let attn = AttnShape { heads: c.heads, kv_heads: c.kv_heads, context: self.context };
         let cache = c.layers * self.context * kv;
         let e = &self.embedding;
-        cells::embed::embed(client, c.vocab, c.dim, [&e.words, &e.scales, &sc.x], token, t).map_err(runtime)?;
-        let n = self.pos + 1;
+        cells::embed::embed(client, c.vocab, c.dim, [&e.words, &e.scales, &sc.x, &sc.step], token, t)
+            .map_err(runtime)?;
+        let (pos, n) = (self.pos, self.pos + 1);
         for (l, layer) in self.layers.iter().enumerate() {
             // The layer's caches in the state: keys from `keys`, values from `values`.
             let keys = c.dim + l * self.context * kv;
             let values = keys + cache;
             self.norm(&sc.x, &layer.attn_norm, &sc.h)?;
             self.matvec(&layer.qkv, &sc.h, c.dim, &sc.qkv)?;
-            let slots = [self.pos, keys + self.pos * kv, values + self.pos * kv];
-            cells::rope::rope(client, attn, [&sc.qkv, &sc.state, &self.cos, &self.sin], slots, t).map_err(runtime)?;
-            cells::attention::scores(client, attn, [&sc.state, &sc.s], n, keys, t).map_err(runtime)?;
-            cells::attention::softmax(client, attn, &sc.s, n, t).map_err(runtime)?;
-            cells::attention::attend(client, attn, [&sc.s, &sc.state, &sc.att], n, values, t).map_err(runtime)?;
+            let bufs = [&sc.qkv, &sc.state, &self.cos, &self.sin, &sc.step];
+            cells::rope::rope(client, attn, bufs, pos, [keys, values], t).map_err(runtime)?;
+            cells::attention::scores(client, attn, [&sc.state, &sc.s, &sc.step], n, keys, t).map_err(runtime)?;
+            cells::attention::softmax(client, attn, [&sc.s, &sc.step], n, t).map_err(runtime)?;
+            let bufs = [&sc.s, &sc.state, &sc.att, &sc.step];
+            cells::attention::attend(client, attn, bufs, n, values, t).map_err(runtime)?;
             self.matvec(&layer.out, &sc.att, c.dim, &sc.x)?;
             self.norm(&sc.x, &layer.ffn_norm, &sc.h)?;
             self.matvec(&layer.gate_up, &sc.h, c.dim, &sc.gate_up)?;
             cells::swiglu::swiglu(client, c.ffn, &sc.gate_up, &sc.a, &self.ffn_params, t).map_err(runtime)?;
             self.matvec(&layer.down, &sc.a, c.ffn, &sc.x)?;
         }
-        self.pos += 1;
-        if !logits {
-            return Ok(None);
-        }
-        self.norm(&sc.x, &self.output_norm, &sc.h)?;
-        self.matvec(&self.embedding, &sc.h, c.dim, &sc.logits)?;
-        let bytes =
-            island_runtime::readback::read(client, sc.logits.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
-        Ok(Some(f32::from_bytes(&bytes).to_vec()))
+        Ok(())
     }
 
     /// RMSNorm of `x` with `w` into `y`, with the candidate of the RMSNorm cell the device's

@@ -28,6 +28,21 @@ pub fn grid(units: usize, per_cube: u32) -> (CubeCount, CubeDim) {
     (CubeCount::Static((units as u32).div_ceil(per_cube), 1, 1), CubeDim::new_1d(per_cube))
 }
 
+/// Where the engine's step buffer (`u32`s) holds what changes from one token to the next. No
+/// kernel takes these as launch arguments: each reads them from the buffer (at a comptime
+/// index, so a cell's own scalar buffer serves as well), and one recorded launch of a step
+/// serves every step.
+pub mod slots {
+    /// The token embedded.
+    pub const TOKEN: usize = 0;
+    /// Its position: where RoPE rotates and the caches take its key and value.
+    pub const POS: usize = 1;
+    /// Positions attended to, `POS + 1`.
+    pub const N: usize = 2;
+    /// The buffer's length.
+    pub const LEN: usize = 3;
+}
+
 /// The comptime shape of a matvec: one kernel source for both quantization types.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub struct MatvecShape {
@@ -119,12 +134,20 @@ pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usi
 }
 
 /// Row `token` of a Q8_0 matrix (`rows × cols`, k-major words read as `i32`), dequantized:
-/// `x[i] = d · q`.
+/// `x[i] = d · q`, the token read from `step[at]` (see [`slots`]).
 #[cube(launch)]
-pub fn embed(w: &[i32], d: &[f32], x: &mut [f32], token: u32, #[comptime] rows: usize, #[comptime] cols: usize) {
+pub fn embed(
+    w: &[i32],
+    d: &[f32],
+    x: &mut [f32],
+    step: &[u32],
+    #[comptime] at: usize,
+    #[comptime] rows: usize,
+    #[comptime] cols: usize,
+) {
     let i = ABSOLUTE_POS;
     if i < cols {
-        let t = usize::cast_from(token);
+        let t = usize::cast_from(step[at]);
         let (b, k) = (i / 32, i % 32);
         let word = w[((2 * b + k / 16) * rows + t) * 4 + (k % 16) / 4];
         let q = ((word >> (8 * (k % 4)) as i32) & 0xff ^ 0x80) - 0x80;
@@ -146,11 +169,11 @@ impl AttnShape {
 }
 
 /// RoPE on the query and key heads of `qkv` (`q`, `k`, `v` stacked), adjacent pairs
-/// `(2i, 2i + 1)` of each head rotated by the host's table entry `(pos, i)`:
+/// `(2i, 2i + 1)` of each head rotated by the host's table entry `(pos, i)`, `pos = step[at]`:
 /// `(fma(x0, c, −x1·s), fma(x0, s, x1·c))`. `state` is the engine's attention state (the query,
 /// then the key caches, then the value caches): the rotated query goes to its start, the rotated
-/// key to value offset `k_at` and the value to `v_at` (the layer's slots for `pos`). One unit per
-/// pair.
+/// key to value offset `keys + pos·kv_dim` and the value to `values + pos·kv_dim` (the layer's
+/// slots for `pos`, `keys` and `values` the starts of its caches). One unit per pair.
 #[islands]
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
@@ -159,17 +182,20 @@ pub fn rope_store(
     state: &mut [f32],
     cos: &[f32],
     sin: &[f32],
-    pos: u32,
-    k_at: u32,
-    v_at: u32,
+    step: &[u32],
+    keys: u32,
+    values: u32,
+    #[comptime] at: usize,
     #[comptime] shape: AttnShape,
 ) {
     let u = ABSOLUTE_POS;
+    let pos = usize::cast_from(step[at]);
+    let kv_dim = comptime!(shape.kv_heads * AttnShape::HEAD_DIM);
     let half = comptime!(AttnShape::HEAD_DIM / 2);
     let qp = comptime!(shape.heads * AttnShape::HEAD_DIM / 2);
     let kp = comptime!(shape.kv_heads * AttnShape::HEAD_DIM / 2);
     if u < qp + kp {
-        let t = usize::cast_from(pos) * half + u % half;
+        let t = pos * half + u % half;
         let (c, s) = (cos[t], sin[t]);
         let (x0, x1) = (qkv[2 * u], qkv[2 * u + 1]);
         let y0 = exact::fma(x0, c, -(x1 * s), target);
@@ -178,31 +204,40 @@ pub fn rope_store(
             state[2 * u] = y0;
             state[2 * u + 1] = y1;
         } else {
-            let k = usize::cast_from(k_at) + 2 * (u - qp);
+            let k = usize::cast_from(keys) + pos * kv_dim + 2 * (u - qp);
             state[k] = y0;
             state[k + 1] = y1;
         }
     } else if u < qp + 2 * kp {
         let v = 2 * (u - qp - kp);
         let src = 2 * (qp + kp) + v;
-        let at = usize::cast_from(v_at) + v;
-        state[at] = qkv[src];
-        state[at + 1] = qkv[src + 1];
+        let to = usize::cast_from(values) + pos * kv_dim + v;
+        state[to] = qkv[src];
+        state[to + 1] = qkv[src + 1];
     }
 }
 
-/// `s[h, j] = (q_h · k_j) / 8` for every head `h` and cached position `j < n`, the dot in
-/// order `fma(q[d], k[d], acc)`. `state` holds the query at its start and the layer's keys from
-/// value offset `base` (as [`rope_store`] wrote them). One unit per (head, position).
+/// `s[h, j] = (q_h · k_j) / 8` for every head `h` and cached position `j < n`, `n = step[at]`,
+/// the dot in order `fma(q[d], k[d], acc)`. `state` holds the query at its start and the layer's
+/// keys from value offset `base` (as [`rope_store`] wrote them). One unit per (head, position
+/// the cache can hold): the grid does not depend on `n`, so one recorded launch serves every step.
 #[islands]
 #[cube(launch)]
-pub fn scores(state: &[f32], s: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
+pub fn scores(
+    state: &[f32],
+    s: &mut [f32],
+    step: &[u32],
+    base: u32,
+    #[comptime] at: usize,
+    #[comptime] shape: AttnShape,
+) {
     let u = ABSOLUTE_POS;
-    let n = usize::cast_from(n);
+    let n = usize::cast_from(step[at]);
     let hd = comptime!(AttnShape::HEAD_DIM);
     let kv_dim = comptime!(shape.kv_heads * AttnShape::HEAD_DIM);
-    if u < comptime!(shape.heads) * n {
-        let (h, j) = (u / n, u % n);
+    let context = comptime!(shape.context);
+    let (h, j) = (u / context, u % context);
+    if h < comptime!(shape.heads) && j < n {
         let k0 = usize::cast_from(base) + j * kv_dim + h / comptime!(shape.heads / shape.kv_heads) * hd;
         let mut acc = 0.0f32;
         for d in 0..hd {
@@ -212,13 +247,14 @@ pub fn scores(state: &[f32], s: &mut [f32], n: u32, base: u32, #[comptime] shape
     }
 }
 
-/// The softmax of each head's `n` scores, in place: the maximum `m` in order, `e_j = exp(s_j − m)`
-/// and their sum in order, then `e_j / sum` (correctly rounded). One unit per head.
+/// The softmax of each head's `n = step[at]` scores, in place: the maximum `m` in order,
+/// `e_j = exp(s_j − m)` and their sum in order, then `e_j / sum` (correctly rounded). One unit
+/// per head.
 #[islands]
 #[cube(launch)]
-pub fn softmax(s: &mut [f32], n: u32, #[comptime] shape: AttnShape) {
+pub fn softmax(s: &mut [f32], step: &[u32], #[comptime] at: usize, #[comptime] shape: AttnShape) {
     let h = ABSOLUTE_POS;
-    let n = usize::cast_from(n);
+    let n = usize::cast_from(step[at]);
     if h < comptime!(shape.heads) {
         let row = h * comptime!(shape.context);
         let mut m = s[row];
@@ -237,11 +273,20 @@ pub fn softmax(s: &mut [f32], n: u32, #[comptime] shape: AttnShape) {
     }
 }
 
-/// `out[h, d] = Σ_j p[h, j] · v_j[d]` over the cached positions in order (`fma`). One unit per
-/// (head, dimension).
+/// `out[h, d] = Σ_j p[h, j] · v_j[d]` over the `n = step[at]` cached positions in order
+/// (`fma`). One unit per (head, dimension).
 #[islands]
 #[cube(launch)]
-pub fn attend(p: &[f32], vc: &[f32], out: &mut [f32], n: u32, base: u32, #[comptime] shape: AttnShape) {
+#[allow(clippy::too_many_arguments)]
+pub fn attend(
+    p: &[f32],
+    vc: &[f32],
+    out: &mut [f32],
+    step: &[u32],
+    base: u32,
+    #[comptime] at: usize,
+    #[comptime] shape: AttnShape,
+) {
     let u = ABSOLUTE_POS;
     let hd = comptime!(AttnShape::HEAD_DIM);
     let kv_dim = comptime!(shape.kv_heads * AttnShape::HEAD_DIM);
@@ -249,7 +294,7 @@ pub fn attend(p: &[f32], vc: &[f32], out: &mut [f32], n: u32, base: u32, #[compt
         let (h, d) = (u / hd, u % hd);
         let v0 = usize::cast_from(base) + h / comptime!(shape.heads / shape.kv_heads) * hd + d;
         let mut acc = 0.0f32;
-        for j in 0..usize::cast_from(n) {
+        for j in 0..usize::cast_from(step[at]) {
             acc = exact::fma(p[h * comptime!(shape.context) + j], vc[v0 + j * kv_dim], acc, target);
         }
         out[u] = acc;

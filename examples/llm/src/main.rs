@@ -63,6 +63,10 @@ struct Args {
     /// Print nothing per step (only the summary).
     #[arg(long)]
     quiet: bool,
+    /// Launch every kernel of every step, instead of replaying the first step's recorded
+    /// launches where the runtime records graphs (CUDA). The bytes are the same.
+    #[arg(long)]
+    eager: bool,
 }
 
 fn parse_runtime(name: &str) -> Result<RuntimeName, String> {
@@ -131,6 +135,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
 
     let client = args.runtime.client().map_err(|e| LlmError::Runtime(e.to_string()))?;
     let mut engine = Engine::new(&client, &model, args.context, None)?;
+    engine.set_replay(!args.eager);
     println!(
         "model: {} ({} layers, dim {}, vocabulary {})",
         path.display(),
@@ -154,6 +159,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
             println!("step {i:3}: token {:6} logits sha256 {}", s.token, s.short_hash());
         }
     }
+    println!("steps: {}", engine.replay_state());
     println!(
         "{}: prompt {:.1} ms, decode {:.1} tokens/s ({} tokens), {} characters",
         args.runtime.as_str(),

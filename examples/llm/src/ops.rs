@@ -5,7 +5,8 @@
 
 use crate::error::LlmError;
 use crate::kernels::{
-    AttnShape, MatvecShape, QUANT_UNITS, UNITS, attend, grid, qmatvec, rmsnorm, rope_store, scores, softmax, swiglu,
+    AttnShape, MatvecShape, QUANT_UNITS, UNITS, attend, grid, qmatvec, rmsnorm, rope_store, scores, slots, softmax,
+    swiglu,
 };
 use crate::quant::{BLOCK, QuantMatrix};
 use cubecl::prelude::*;
@@ -30,6 +31,13 @@ impl<'a> Launch<'a> {
 
     fn i32s(&self, v: &[i32]) -> (Handle, usize) {
         (self.client.create_from_slice(i32::as_bytes(v)), v.len())
+    }
+
+    /// A step buffer ([`slots`]) at position `pos` (`pos + 1` positions attended to).
+    fn step(&self, pos: u32) -> (Handle, usize) {
+        let mut v = [0u32; slots::LEN];
+        (v[slots::POS], v[slots::N]) = (pos, pos + 1);
+        (self.client.create_from_slice(u32::as_bytes(&v)), v.len())
     }
 
     fn read(&self, h: &(Handle, usize)) -> Result<Vec<f32>, LlmError> {
@@ -86,22 +94,21 @@ pub fn matvec(client: &Client, w: &QuantMatrix, x: &[f32], y0: Option<&[f32]>) -
 }
 
 /// What [`rope_store`] writes: the rotated query, and the caches with the key and value of
-/// position `pos` at value offset `at`.
+/// position `pos` in its slots.
 pub struct Rotated {
     pub q: Vec<f32>,
     pub kc: Vec<f32>,
     pub vc: Vec<f32>,
 }
 
-/// [`rope_store`] of `qkv` at position `pos`, into caches of `cache` values (the engine's
-/// attention state: the query, the key caches, the value caches, one buffer).
-#[allow(clippy::too_many_arguments)]
+/// [`rope_store`] of `qkv` at position `pos` (read from a step buffer, as the engine's), into
+/// caches of `cache` values (the engine's attention state: the query, the key cache, the value
+/// cache, one buffer).
 pub fn rope(
     client: &Client,
     qkv: &[f32],
     (cos, sin): (&[f32], &[f32]),
     pos: u32,
-    at: u32,
     cache: usize,
     shape: AttnShape,
 ) -> Result<Rotated, LlmError> {
@@ -111,18 +118,21 @@ pub fn rope(
     let (qkvb, state) = (l.f32s(qkv), l.f32s(&vec![0.0; dim + 2 * cache]));
     let (cb, sb) = (l.f32s(cos), l.f32s(sin));
     let (count, cube) = grid(dim / 2 + kv, UNITS);
-    let (k_at, v_at) = (dim as u32 + at, (dim + cache) as u32 + at);
+    let step = l.step(pos);
+    let (keys, values) = (dim as u32, (dim + cache) as u32);
+    let bufs = (arg(&qkvb), arg(&state), arg(&cb), arg(&sb), arg(&step));
     rope_store::launch_with(
         client,
         count,
         cube,
-        arg(&qkvb),
-        arg(&state),
-        arg(&cb),
-        arg(&sb),
-        pos,
-        k_at,
-        v_at,
+        bufs.0,
+        bufs.1,
+        bufs.2,
+        bufs.3,
+        bufs.4,
+        keys,
+        values,
+        slots::POS,
         shape,
         l.target,
     );
@@ -143,8 +153,10 @@ pub fn attention_scores(
     let l = Launch::new(client);
     let state: Vec<f32> = q.iter().chain(kc).copied().collect();
     let (stb, sb) = (l.f32s(&state), l.f32s(&vec![0.0; shape.heads * shape.context]));
-    let (count, dim) = grid(shape.heads * n as usize, UNITS);
-    scores::launch_with(client, count, dim, arg(&stb), arg(&sb), n, q.len() as u32 + base, shape, l.target);
+    let (count, dim) = grid(shape.heads * shape.context, UNITS);
+    let step = l.step(n - 1);
+    let base = q.len() as u32 + base;
+    scores::launch_with(client, count, dim, arg(&stb), arg(&sb), arg(&step), base, slots::N, shape, l.target);
     l.read(&sb)
 }
 
@@ -153,7 +165,8 @@ pub fn softmax_heads(client: &Client, s: &[f32], n: u32, shape: AttnShape) -> Re
     let l = Launch::new(client);
     let sb = l.f32s(s);
     let (count, dim) = grid(shape.heads, UNITS);
-    softmax::launch_with(client, count, dim, arg(&sb), n, shape, l.target);
+    let step = l.step(n - 1);
+    softmax::launch_with(client, count, dim, arg(&sb), arg(&step), slots::N, shape, l.target);
     l.read(&sb)
 }
 
@@ -170,7 +183,9 @@ pub fn attention_values(
     let dim = shape.heads * AttnShape::HEAD_DIM;
     let (pb, vb, ob) = (l.f32s(p), l.f32s(vc), l.f32s(&vec![0.0; dim]));
     let (count, cube) = grid(dim, UNITS);
-    attend::launch_with(client, count, cube, arg(&pb), arg(&vb), arg(&ob), n, base, shape, l.target);
+    let step = l.step(n - 1);
+    let s = arg(&step);
+    attend::launch_with(client, count, cube, arg(&pb), arg(&vb), arg(&ob), s, base, slots::N, shape, l.target);
     l.read(&ob)
 }
 

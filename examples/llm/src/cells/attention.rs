@@ -11,7 +11,7 @@
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::{Draw, softmax_scores};
 use crate::kernels::{
-    AttnShape, UNITS, attend as attend_kernel, grid, scores as scores_kernel, softmax as softmax_kernel,
+    AttnShape, UNITS, attend as attend_kernel, grid, scores as scores_kernel, slots, softmax as softmax_kernel,
 };
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -90,7 +90,8 @@ pub const SCORES: Op = Op {
         f32s(&out)
     },
     twin: |client, s, b, target| {
-        launch_scores(client, attn(s), [&b.inputs[0], b.out], s.cols, s.rows * HD, target);
+        // `n` is the fourth of the cell's scalars, where the twin reads it.
+        launch_scores(client, attn(s), [&b.inputs[0], b.out, &b.inputs[1]], 3, s.rows * HD, target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs")],
@@ -119,7 +120,8 @@ pub const SOFTMAX: Op = Op {
         f32s(&p)
     },
     twin: |client, s, b, target| {
-        launch_softmax(client, attn(s), b.out, s.cols, target);
+        // `n` is the third of the cell's scalars, where the twin reads it.
+        launch_softmax(client, attn(s), [b.out, &b.inputs[1]], 2, target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs"), include_str!("../math.rs")],
@@ -159,7 +161,8 @@ pub const ATTEND: Op = Op {
         f32s(&out)
     },
     twin: |client, s, b, target| {
-        launch_attend(client, attn(s), [&b.inputs[0], &b.inputs[1], b.out], s.cols, 0, target);
+        // `n` is the fourth of the cell's scalars, where the twin reads it.
+        launch_attend(client, attn(s), [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 3, 0, target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs")],
@@ -167,9 +170,16 @@ pub const ATTEND: Op = Op {
 island_runtime::op!(ATTEND);
 
 /// The engine's [`scores`](crate::kernels::scores) of the query at the start of `state` against
-/// `n` keys from value offset `base`, into `s` (`heads × context`).
-pub fn launch_scores(client: &Client, a: AttnShape, [state, s]: [&Handle; 2], n: usize, base: usize, target: Target) {
-    let (count, dim) = grid(a.heads * n, UNITS);
+/// `step[at]` keys from value offset `base`, into `s` (`heads × context`).
+pub fn launch_scores(
+    client: &Client,
+    a: AttnShape,
+    [state, s, step]: [&Handle; 3],
+    at: usize,
+    base: usize,
+    target: Target,
+) {
+    let (count, dim) = grid(a.heads * a.context, UNITS);
     // SAFETY: the lengths are the handles' own.
     unsafe {
         scores_kernel::launch_with(
@@ -178,24 +188,35 @@ pub fn launch_scores(client: &Client, a: AttnShape, [state, s]: [&Handle; 2], n:
             dim,
             arg(state, values(state)),
             arg(s, values(s)),
-            n as u32,
+            arg(step, values(step)),
             base as u32,
+            at,
             a,
             target,
         )
     };
 }
 
-/// The engine's [`softmax`](crate::kernels::softmax) of the first `n` scores of each head of `s`.
-pub fn launch_softmax(client: &Client, a: AttnShape, s: &Handle, n: usize, target: Target) {
+/// The engine's [`softmax`](crate::kernels::softmax) of the first `step[at]` scores of each head
+/// of `s`.
+pub fn launch_softmax(client: &Client, a: AttnShape, [s, step]: [&Handle; 2], at: usize, target: Target) {
     let (count, dim) = grid(a.heads, UNITS);
-    // SAFETY: the length is the handle's own.
-    unsafe { softmax_kernel::launch_with(client, count, dim, arg(s, values(s)), n as u32, a, target) };
+    // SAFETY: the lengths are the handles' own.
+    unsafe {
+        softmax_kernel::launch_with(client, count, dim, arg(s, values(s)), arg(step, values(step)), at, a, target)
+    };
 }
 
-/// The engine's [`attend`](crate::kernels::attend): the weights `p` over `n` values of `vc`
-/// from value offset `base`, into `out` (`heads × 64`).
-pub fn launch_attend(client: &Client, a: AttnShape, [p, vc, out]: [&Handle; 3], n: usize, base: usize, target: Target) {
+/// The engine's [`attend`](crate::kernels::attend): the weights `p` over `step[at]` values of
+/// `vc` from value offset `base`, into `out` (`heads × 64`).
+pub fn launch_attend(
+    client: &Client,
+    a: AttnShape,
+    [p, vc, out, step]: [&Handle; 4],
+    at: usize,
+    base: usize,
+    target: Target,
+) {
     let (count, dim) = grid(a.heads * HD, UNITS);
     // SAFETY: the lengths are the handles' own.
     unsafe {
@@ -206,8 +227,9 @@ pub fn launch_attend(client: &Client, a: AttnShape, [p, vc, out]: [&Handle; 3], 
             arg(p, values(p)),
             arg(vc, values(vc)),
             arg(out, values(out)),
-            n as u32,
+            arg(step, values(step)),
             base as u32,
+            at,
             a,
             target,
         )
@@ -215,11 +237,12 @@ pub fn launch_attend(client: &Client, a: AttnShape, [p, vc, out]: [&Handle; 3], 
 }
 
 /// The scores of `n` cached positions (keys from value offset `base` of `state`), with the
-/// candidate the device's record selects.
+/// candidate the device's record selects: the twin reads `n` from the engine's step buffer
+/// `step` ([`slots::N`]), an incumbent from its own scalars.
 pub fn scores(
     client: &Client,
     a: AttnShape,
-    [state, s]: [&Handle; 2],
+    [state, s, step]: [&Handle; 3],
     n: usize,
     base: usize,
     target: Target,
@@ -229,7 +252,7 @@ pub fn scores(
         &SCORES_KEY,
         target,
         Shape { rows: a.heads, cols: n },
-        |t| launch_scores(client, a, [state, s], n, base, t),
+        |t| launch_scores(client, a, [state, s, step], slots::N, base, t),
         || IncumbentBuffers {
             inputs: vec![state.clone(), scalars(client, &[a.heads, a.kv_heads, a.context, n, base].map(|v| v as u32))],
             scratch: Vec::new(),
@@ -239,14 +262,20 @@ pub fn scores(
 }
 
 /// The softmax of each head's first `n` scores in `s`, in place, with the candidate the device's
-/// record selects.
-pub fn softmax(client: &Client, a: AttnShape, s: &Handle, n: usize, target: Target) -> Result<(), CellError> {
+/// record selects (`n` read as by [`scores`]).
+pub fn softmax(
+    client: &Client,
+    a: AttnShape,
+    [s, step]: [&Handle; 2],
+    n: usize,
+    target: Target,
+) -> Result<(), CellError> {
     run(
         client,
         &SOFTMAX_KEY,
         target,
         Shape { rows: a.heads, cols: n },
-        |t| launch_softmax(client, a, s, n, t),
+        |t| launch_softmax(client, a, [s, step], slots::N, t),
         || IncumbentBuffers {
             inputs: vec![s.clone(), scalars(client, &[a.heads as u32, a.context as u32, n as u32])],
             scratch: Vec::new(),
@@ -256,11 +285,11 @@ pub fn softmax(client: &Client, a: AttnShape, s: &Handle, n: usize, target: Targ
 }
 
 /// The weighted sum of `n` cached values (from value offset `base` of `vc`), with the candidate
-/// the device's record selects.
+/// the device's record selects (`n` read as by [`scores`]).
 pub fn attend(
     client: &Client,
     a: AttnShape,
-    [p, vc, out]: [&Handle; 3],
+    [p, vc, out, step]: [&Handle; 4],
     n: usize,
     base: usize,
     target: Target,
@@ -270,7 +299,7 @@ pub fn attend(
         &ATTEND_KEY,
         target,
         Shape { rows: a.heads, cols: n },
-        |t| launch_attend(client, a, [p, vc, out], n, base, t),
+        |t| launch_attend(client, a, [p, vc, out, step], slots::N, base, t),
         || IncumbentBuffers {
             inputs: vec![
                 p.clone(),

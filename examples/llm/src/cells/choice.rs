@@ -6,6 +6,16 @@ use cubecl::server::Handle;
 use island_runtime::Target;
 use island_runtime::cell::{Buffers, CellError, CellKey, Shape};
 use island_runtime::dispatch::{self, Choice};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Incumbent launches so far in this process.
+static INCUMBENT_LAUNCHES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many times an op function ran an incumbent in this process: a recording of launches
+/// that contains one (its scalars are built for one step) must not be replayed at another.
+pub fn incumbent_launches() -> usize {
+    INCUMBENT_LAUNCHES.load(Ordering::Relaxed)
+}
 
 /// What an incumbent reads and writes: its inputs, scratch and output.
 pub(crate) struct IncumbentBuffers {
@@ -42,6 +52,7 @@ pub(crate) fn run_choice(
             Ok(())
         }
         Choice::Incumbent(inc) => {
+            INCUMBENT_LAUNCHES.fetch_add(1, Ordering::Relaxed);
             let b = buffers();
             (inc.launch)(client, &shape, &Buffers { inputs: &b.inputs, scratch: &b.scratch, out: &b.out })
         }

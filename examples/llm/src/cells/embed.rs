@@ -2,9 +2,10 @@
 //! engine's [`embed`](crate::kernels::embed), a plain CubeCL kernel (no island: one product per
 //! value, exact in f32).
 
+use super::attention::values;
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::matrix;
-use crate::kernels::{UNITS, embed as kernel, grid};
+use crate::kernels::{UNITS, embed as kernel, grid, slots};
 use crate::quant::QuantType;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -61,16 +62,17 @@ pub const EMBED: Op = Op {
         f32::as_bytes(&x).to_vec()
     },
     twin: |client, s, b, _| {
-        launch_twin(client, s.rows, s.cols, [&b.inputs[0], &b.inputs[1], b.out], token(s));
+        // The token is the first of the cell's scalars, where the twin reads it.
+        launch_twin(client, s.rows, s.cols, [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 0);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs")],
 };
 island_runtime::op!(EMBED);
 
-/// The engine's [`embed`](crate::kernels::embed) of row `token` of the `rows × cols` matrix
+/// The engine's [`embed`](crate::kernels::embed) of row `step[at]` of the `rows × cols` matrix
 /// (words `w`, scales `d`) into `x`.
-pub fn launch_twin(client: &Client, rows: usize, cols: usize, [w, d, x]: [&Handle; 3], token: u32) {
+pub fn launch_twin(client: &Client, rows: usize, cols: usize, [w, d, x, step]: [&Handle; 4], at: usize) {
     let (count, dim) = grid(cols, UNITS);
     // SAFETY: the callers allocate `w` with `rows · cols / 4` words, `d` with a scale per block
     // of 32 and `x` with `cols` values.
@@ -82,7 +84,8 @@ pub fn launch_twin(client: &Client, rows: usize, cols: usize, [w, d, x]: [&Handl
             arg(w, rows * cols / 4),
             arg(d, rows * cols / 32),
             arg(x, cols),
-            token,
+            arg(step, values(step)),
+            at,
             rows,
             cols,
         )
@@ -90,12 +93,13 @@ pub fn launch_twin(client: &Client, rows: usize, cols: usize, [w, d, x]: [&Handl
 }
 
 /// Row `token` of the embedding into `x`, with the candidate the device's record selects (the
-/// twin has no islands: `target` matters only to a forced `default`).
+/// twin has no islands: `target` matters only to a forced `default`). The twin reads the token
+/// from the engine's step buffer `step` ([`slots::TOKEN`]), an incumbent from its own scalars.
 pub fn embed(
     client: &Client,
     rows: usize,
     cols: usize,
-    [w, d, x]: [&Handle; 3],
+    [w, d, x, step]: [&Handle; 4],
     token: u32,
     target: Target,
 ) -> Result<(), CellError> {
@@ -104,7 +108,7 @@ pub fn embed(
         &KEY,
         target,
         Shape { rows, cols },
-        |_| launch_twin(client, rows, cols, [w, d, x], token),
+        |_| launch_twin(client, rows, cols, [w, d, x, step], slots::TOKEN),
         || IncumbentBuffers {
             inputs: vec![w.clone(), d.clone(), scalars(client, &[token, rows as u32, cols as u32])],
             scratch: Vec::new(),

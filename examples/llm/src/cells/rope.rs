@@ -8,7 +8,7 @@
 use super::attention::{SHAPES, attn, check, values};
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::Draw;
-use crate::kernels::{AttnShape, UNITS, grid, rope_store};
+use crate::kernels::{AttnShape, UNITS, grid, rope_store, slots};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
@@ -75,8 +75,12 @@ pub const ROPE: Op = Op {
         f32::as_bytes(&state).to_vec()
     },
     twin: |client, s, b, target| {
-        let (pos, k_at, v_at) = slots(s);
-        launch_twin(client, attn(s), [&b.inputs[0], b.out, &b.inputs[1], &b.inputs[2]], [pos, k_at, v_at], target);
+        // The position is the third of the cell's scalars, where the twin reads it; the caches
+        // start where `slots` puts them.
+        let a = attn(s);
+        let keys = a.heads * HD;
+        let bufs = [&b.inputs[0], b.out, &b.inputs[1], &b.inputs[2], &b.inputs[3]];
+        launch_twin(client, a, bufs, 2, [keys, keys + s.cols * a.kv_heads * HD], target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs")],
@@ -84,12 +88,14 @@ pub const ROPE: Op = Op {
 island_runtime::op!(ROPE);
 
 /// The engine's [`rope_store`](crate::kernels::rope_store) of `qkv` into `state` with the tables
-/// `cos`, `sin`, at position `pos` with the key and value slots `k_at`, `v_at`.
+/// `cos`, `sin`, at position `step[at]`, the layer's key and value caches starting at value
+/// offsets `keys` and `values` of the state.
 pub fn launch_twin(
     client: &Client,
     a: AttnShape,
-    [qkv, state, cos, sin]: [&Handle; 4],
-    [pos, k_at, v_at]: [usize; 3],
+    [qkv, state, cos, sin, step]: [&Handle; 5],
+    at: usize,
+    [keys, values_at]: [usize; 2],
     target: Target,
 ) {
     let (count, dim) = grid(a.heads * HD / 2 + a.kv_heads * HD, UNITS);
@@ -103,30 +109,35 @@ pub fn launch_twin(
             arg(state, values(state)),
             arg(cos, values(cos)),
             arg(sin, values(sin)),
-            pos as u32,
-            k_at as u32,
-            v_at as u32,
+            arg(step, values(step)),
+            keys as u32,
+            values_at as u32,
+            at,
             a,
             target,
         )
     };
 }
 
-/// RoPE of `qkv` into `state` (see [`launch_twin`]), with the candidate the device's record
-/// selects.
+/// RoPE of `qkv` into `state` at position `pos` (see [`launch_twin`]), with the candidate the
+/// device's record selects: the twin reads the position from the engine's step buffer `step`
+/// ([`slots::POS`]), an incumbent from its own scalars.
 pub fn rope(
     client: &Client,
     a: AttnShape,
-    [qkv, state, cos, sin]: [&Handle; 4],
-    [pos, k_at, v_at]: [usize; 3],
+    [qkv, state, cos, sin, step]: [&Handle; 5],
+    pos: usize,
+    [keys, values_at]: [usize; 2],
     target: Target,
 ) -> Result<(), CellError> {
+    let kv = a.kv_heads * HD;
+    let (k_at, v_at) = (keys + pos * kv, values_at + pos * kv);
     run(
         client,
         &KEY,
         target,
         Shape { rows: a.heads, cols: a.context },
-        |t| launch_twin(client, a, [qkv, state, cos, sin], [pos, k_at, v_at], t),
+        |t| launch_twin(client, a, [qkv, state, cos, sin, step], slots::POS, [keys, values_at], t),
         || IncumbentBuffers {
             inputs: vec![
                 qkv.clone(),
