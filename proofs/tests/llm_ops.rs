@@ -1,6 +1,8 @@
 //! The model engine's kernels one by one, on inputs that reach their rounding decisions, against
 //! the plain-Rust reference's operations, bit for bit, on the CPU runtime and on every runtime of
-//! the conformance list.
+//! the conformance list; on the CPU runtime also with the arms of a CUDA and a lavapipe profile
+//! emulated (the lane sums then shared across units, through emulated shuffles, as those
+//! devices share them).
 //!
 //! The whole-model check meets only the model's own activations, where a normalisation can divide
 //! a last-bit difference away and a quantizer never meets a tie. Each check here first shows its
@@ -16,10 +18,10 @@ use island_llm::quant::{QuantMatrix, QuantType};
 use island_llm::reference as r;
 use island_llm::rope::rope_tables;
 use island_llm::weights::Config;
-use island_runtime::Contract;
 use island_runtime::inputs::Rng;
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::value::ValueKind;
+use island_runtime::{Backend, Contract, Profile, Target};
 use libtest_mimic::{Failed, Trial};
 
 const CONFIG: Config = Config {
@@ -36,13 +38,13 @@ const CONFIG: Config = Config {
 };
 const SHAPE: AttnShape = AttnShape { heads: 9, kv_heads: 3, context: 64 };
 
-type Check = fn(&cubecl::prelude::Client) -> Result<(), Failed>;
+type Check = fn(&cubecl::prelude::Client, Target) -> Result<(), Failed>;
 
 pub fn trials() -> Vec<Trial> {
     let checks: [(&str, Check); 8] = [
         ("rmsnorm", rmsnorm),
-        ("matvec_q8_0", |c| matvec(c, QuantType::Q8_0)),
-        ("matvec_q4_1", |c| matvec(c, QuantType::Q4_1)),
+        ("matvec_q8_0", |c, t| matvec(c, t, QuantType::Q8_0)),
+        ("matvec_q4_1", |c, t| matvec(c, t, QuantType::Q4_1)),
         ("rope", rope),
         ("scores", scores),
         ("softmax", softmax),
@@ -51,17 +53,33 @@ pub fn trials() -> Vec<Trial> {
     ];
     let mut runtimes = vec![RuntimeName::Cpu];
     runtimes.extend(proofs::conformance_runtimes().unwrap_or_default());
+    // The profiles whose arms the CPU runtime runs emulated: both lane trees shared (32 lanes a
+    // plane), only the 8-lane tree (8).
+    let emulated = [
+        ("cuda_sm90", Profile::references(Backend::Cuda)[0]),
+        ("vulkan_subgroup8", Profile::references(Backend::Vulkan)[0]),
+    ];
     let mut trials = Vec::new();
     for r in runtimes {
-        for (name, check) in checks {
-            let trial = format!("examples::llm::ops::{name}_on_{}_equals_the_reference_on_deciding_inputs", r.as_str());
-            trials.push(
-                Trial::test(trial, move || {
-                    let client = if r == RuntimeName::Cpu { proofs::cpu()? } else { r.client()? };
-                    check(&client)
-                })
-                .with_kind("example"),
-            );
+        let mut tags: Vec<(String, Option<Profile>)> = vec![(r.as_str().to_string(), None)];
+        if r == RuntimeName::Cpu {
+            tags.extend(emulated.iter().map(|(name, p)| (format!("cpu_with_{name}_arms"), Some(*p))));
+        }
+        for (on, profile) in tags {
+            for (name, check) in checks {
+                let trial = format!("examples::llm::ops::{name}_on_{on}_equals_the_reference_on_deciding_inputs");
+                trials.push(
+                    Trial::test(trial, move || {
+                        let client = if r == RuntimeName::Cpu { proofs::cpu()? } else { r.client()? };
+                        let target = match profile {
+                            Some(p) => Target::forced(p, &client),
+                            None => Target::for_client(&client),
+                        };
+                        check(&client, target)
+                    })
+                    .with_kind("example"),
+                );
+            }
         }
     }
     trials
@@ -105,7 +123,7 @@ fn decides(what: &str, reference: &[f32], variant: &[f32]) -> Result<(), Failed>
 
 /// RMSNorm on 32 rows: wide magnitudes (order of the squares decides), values whose squares
 /// overflow, subnormals, zeros, and rows of one repeated value.
-fn rmsnorm(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+fn rmsnorm(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
     let n = CONFIG.dim;
     let mut rng = Rng::new(0x5eed_0001);
     let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
@@ -136,17 +154,44 @@ fn rmsnorm(client: &cubecl::prelude::Client) -> Result<(), Failed> {
             x.iter().zip(&w).map(move |(&v, &g)| v * (inv * g)).collect::<Vec<_>>()
         })
         .collect();
+    let other_lanes = |lanes: usize| -> Vec<f32> {
+        rows.iter()
+            .flat_map(|x| {
+                let ss = r::lane_sum(lanes, n, |s, j| x[j].mul_add(x[j], s));
+                let inv = 1.0f32 / (ss / n as f32 + CONFIG.eps).sqrt();
+                x.iter().zip(&w).map(move |(&v, &g)| v * inv * g).collect::<Vec<_>>()
+            })
+            .collect()
+    };
     let flat: Vec<f32> = want.concat();
+    decides("the squares summed in one chain", &flat, &other_lanes(1))?;
+    decides("the squares on 16 lanes", &flat, &other_lanes(16))?;
     decides("the squares summed in reverse", &flat, &reversed)?;
     decides("x · (inv · w)", &flat, &regrouped)?;
-    let got = ops::rmsnorm_rows(client, &rows, &w, CONFIG.eps)?;
+    let got = ops::rmsnorm_rows(client, target, &rows, &w, CONFIG.eps)?;
     same_bits("rmsnorm", &got.concat(), &flat)
 }
 
-/// The quantizer and the matvec of one quantization type, with and without the fused residual.
-fn matvec(client: &cubecl::prelude::Client, ty: QuantType) -> Result<(), Failed> {
-    let mut rng = Rng::new(0x5eed_0002 ^ ty as u64);
-    let (rows, cols) = (96, CONFIG.dim);
+/// The quantizer and the matvec of one quantization type, with and without the fused residual,
+/// at the model's width (18 blocks: lanes of 3 and 2 blocks), at its FFN's (48), and at 3
+/// blocks (lanes left empty).
+fn matvec(client: &cubecl::prelude::Client, target: Target, ty: QuantType) -> Result<(), Failed> {
+    for (i, cols) in [CONFIG.dim, CONFIG.ffn, 96].into_iter().enumerate() {
+        matvec_at(client, target, ty, cols, 0x5eed_0002 ^ ty as u64 ^ (i as u64) << 32)
+            .map_err(|e| Failed::from(format!("{cols} columns: {}", e.message().unwrap_or_default())))?;
+    }
+    Ok(())
+}
+
+fn matvec_at(
+    client: &cubecl::prelude::Client,
+    target: Target,
+    ty: QuantType,
+    cols: usize,
+    seed: u64,
+) -> Result<(), Failed> {
+    let mut rng = Rng::new(seed);
+    let rows = 96;
     let w = matrix(ty, rows, cols, &mut rng)?;
     let x = activations(cols, &mut rng);
     let y0: Vec<f32> = (0..rows).map(|_| rng.wide(8)).collect();
@@ -154,14 +199,23 @@ fn matvec(client: &cubecl::prelude::Client, ty: QuantType) -> Result<(), Failed>
     r::matvec(&w, &x, &mut want, false);
     let mut want_acc = y0.clone();
     r::matvec(&w, &x, &mut want_acc, true);
-    // The same blocks summed in reverse order must give other bits somewhere.
-    let reversed_blocks = x.chunks_exact(32).rev().flatten().copied().collect::<Vec<_>>();
-    let mut reversed = vec![0.0; rows];
-    let wr = reverse_blocks(&w);
-    r::matvec(&wr, &reversed_blocks, &mut reversed, false);
-    decides("the blocks summed in reverse order", &want, &reversed)?;
-    same_bits(&format!("{ty:?} matvec"), &ops::matvec(client, &w, &x, None)?, &want)?;
-    same_bits(&format!("{ty:?} matvec with the residual"), &ops::matvec(client, &w, &x, Some(&y0))?, &want_acc)
+    // One chain over the blocks (every product fused into the running sum) must give other
+    // bits somewhere; with more blocks than lanes, so must the blocks in reverse order and
+    // another lane count (with fewer, those only add zeros in other places).
+    let mut serial = vec![0.0; rows];
+    r::matvec_lanes(&w, &x, &mut serial, false, 1);
+    decides("the blocks in one chain", &want, &serial)?;
+    if w.blocks() > 8 {
+        let reversed_blocks = x.chunks_exact(32).rev().flatten().copied().collect::<Vec<_>>();
+        let mut reversed = vec![0.0; rows];
+        r::matvec(&reverse_blocks(&w), &reversed_blocks, &mut reversed, false);
+        decides("the blocks summed in reverse order", &want, &reversed)?;
+        let mut four = vec![0.0; rows];
+        r::matvec_lanes(&w, &x, &mut four, false, 4);
+        decides("the blocks on 4 lanes", &want, &four)?;
+    }
+    same_bits(&format!("{ty:?} matvec"), &ops::matvec(client, target, &w, &x, None)?, &want)?;
+    same_bits(&format!("{ty:?} matvec with the residual"), &ops::matvec(client, target, &w, &x, Some(&y0))?, &want_acc)
 }
 
 /// `w` with its blocks in reverse order along `k` (paired with activations reversed by block, the
@@ -183,7 +237,7 @@ fn reverse_blocks(w: &QuantMatrix) -> QuantMatrix {
 
 /// RoPE at a position whose angles are not exact, on wide values: one rounding per output
 /// (`fma`) decides against two.
-fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+fn rope(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
     let mut rng = Rng::new(0x5eed_0003);
     let (dim, kv) = (CONFIG.dim, CONFIG.kv_dim());
     let (cos, sin) = rope_tables(&CONFIG, SHAPE.context);
@@ -205,7 +259,7 @@ fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     vc[at..at + kv].copy_from_slice(&qkv[dim + kv..]);
     let rotated: Vec<f32> = q.iter().chain(&kc[at..at + kv]).copied().collect();
     decides("each output rounded twice (product, then sum)", &rotated, &unfused)?;
-    let got = ops::rope(client, &qkv, (&cos, &sin), pos as u32, cache, SHAPE)?;
+    let got = ops::rope(client, target, &qkv, (&cos, &sin), pos as u32, cache, SHAPE)?;
     same_bits("rope: the query", &got.q, &q)?;
     same_bits("rope: the key cache", &got.kc, &kc)?;
     same_bits("rope: the value cache", &got.vc, &vc)
@@ -213,7 +267,7 @@ fn rope(client: &cubecl::prelude::Client) -> Result<(), Failed> {
 
 /// Attention scores over 40 cached positions of one layer (from a nonzero base): terms of wide
 /// magnitudes, so the order and the fusing of the dot product decide.
-fn scores(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+fn scores(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
     let mut rng = Rng::new(0x5eed_0004);
     let (dim, kv, hd) = (CONFIG.dim, CONFIG.kv_dim(), CONFIG.head_dim);
     let n = 40usize;
@@ -236,13 +290,13 @@ fn scores(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     }
     decides("the dot product in reverse", &want, &reversed)?;
     decides("the dot product unfused", &want, &unfused)?;
-    same_bits("scores", &ops::attention_scores(client, &q, &kc, n as u32, base as u32, SHAPE)?, &want)
+    same_bits("scores", &ops::attention_scores(client, target, &q, &kc, n as u32, base as u32, SHAPE)?, &want)
 }
 
 /// Softmax over 61 of 64 positions per head, on the inputs the softmax cell decides with
 /// (`deciding::softmax_scores`: equal maxima, a spread that underflows `exp`, −∞, a constant
 /// row, realistic and wide rows); the positions past `n` must be left alone.
-fn softmax(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+fn softmax(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
     let mut rng = Rng::new(0x5eed_0005);
     let (c, n) = (SHAPE.context, 61usize);
     let s = softmax_scores(SHAPE.heads, c, &mut rng);
@@ -263,14 +317,23 @@ fn softmax(client: &cubecl::prelude::Client) -> Result<(), Failed> {
         let inv = 1.0 / v.iter().fold(0.0f32, |a, &b| a + b);
         v.iter_mut().for_each(|x| *x *= inv);
     }
+    let mut serial = s.clone();
+    for h in 0..SHAPE.heads {
+        let v = &mut serial[h * c..h * c + n];
+        let mx = v[1..].iter().fold(v[0], |a, &b| a.max(b));
+        v.iter_mut().for_each(|x| *x = exp_host(*x - mx));
+        let sum = v.iter().fold(0.0f32, |a, &b| a + b);
+        v.iter_mut().for_each(|x| *x /= sum);
+    }
+    decides("the exponentials summed in one chain", &want, &serial)?;
     decides("the exponentials summed in reverse", &want, &reversed)?;
     decides("a multiplication by the sum's reciprocal", &want, &reciprocal)?;
-    same_bits("softmax", &ops::softmax_heads(client, &s, n as u32, SHAPE)?, &want)
+    same_bits("softmax", &ops::softmax_heads(client, target, &s, n as u32, SHAPE)?, &want)
 }
 
 /// The weighted sum of 50 cached values: weights with exact zeros, wide values, so order and
 /// fusing decide.
-fn attend(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+fn attend(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
     let mut rng = Rng::new(0x5eed_0006);
     let (kv, hd, c) = (CONFIG.kv_dim(), CONFIG.head_dim, SHAPE.context);
     let n = 50usize;
@@ -278,7 +341,7 @@ fn attend(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     let p: Vec<f32> = (0..SHAPE.heads * c).map(|i| if i % 11 == 0 { 0.0 } else { rng.unit() }).collect();
     let vc: Vec<f32> = (0..base + c * kv).map(|_| rng.wide(12)).collect();
     let group = SHAPE.heads / SHAPE.kv_heads;
-    let (mut want, mut reversed, mut unfused) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut want, mut reversed, mut unfused, mut serial) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for h in 0..SHAPE.heads {
         for d in 0..hd {
             let ph = &p[h * c..h * c + n];
@@ -286,16 +349,18 @@ fn attend(client: &cubecl::prelude::Client) -> Result<(), Failed> {
             want.push(r::weighted_sum(ph, (0..n).map(v)));
             reversed.push((0..n).rev().fold(0.0f32, |a, j| ph[j].mul_add(v(j), a)));
             unfused.push((0..n).fold(0.0f32, |a, j| a + ph[j] * v(j)));
+            serial.push((0..n).fold(0.0f32, |a, j| ph[j].mul_add(v(j), a)));
         }
     }
     decides("the weighted sum in reverse", &want, &reversed)?;
     decides("the weighted sum unfused", &want, &unfused)?;
-    same_bits("attend", &ops::attention_values(client, &p, &vc, n as u32, base as u32, SHAPE)?, &want)
+    decides("the weighted sum in one chain", &want, &serial)?;
+    same_bits("attend", &ops::attention_values(client, target, &p, &vc, n as u32, base as u32, SHAPE)?, &want)
 }
 
 /// SwiGLU over the model's width: gates where `exp(−g)` overflows (−0.0 results), underflows,
 /// ±0, subnormals, and realistic values; the order of the division and the product decides.
-fn swiglu(client: &cubecl::prelude::Client) -> Result<(), Failed> {
+fn swiglu(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
     let mut rng = Rng::new(0x5eed_0007);
     let n = CONFIG.ffn;
     let (gate, up) = swiglu_pairs(n, &mut rng);
@@ -303,5 +368,5 @@ fn swiglu(client: &cubecl::prelude::Client) -> Result<(), Failed> {
     let reordered: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| g * u / (1.0 + exp_host(-g))).collect();
     decides("g · u / (1 + exp(−g))", &want, &reordered)?;
     let gate_up: Vec<f32> = gate.iter().chain(&up).copied().collect();
-    same_bits("swiglu", &ops::swiglu_all(client, &gate_up)?, &want)
+    same_bits("swiglu", &ops::swiglu_all(client, target, &gate_up)?, &want)
 }

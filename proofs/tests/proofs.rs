@@ -24,10 +24,11 @@ use island_intrinsics as _;
 static ALLOCATOR: allocation_cap::Noting = allocation_cap::Noting;
 
 fn main() {
-    let mut trials = proofs::proof_trials(&["island-examples", "island-intrinsics", "proofs"]);
+    let mut trials = proofs::proof_trials(&["island-examples", "island-intrinsics", "island-llm", "proofs"]);
     trials.extend(proofs::registry_trials(&[
         ("island-examples", concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/src").to_string()),
         ("island-intrinsics", concat!(env!("CARGO_MANIFEST_DIR"), "/../intrinsics/src").to_string()),
+        ("island-llm", concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/llm/src").to_string()),
         // The negative fixtures are registered arms too.
         ("proofs", concat!(env!("CARGO_MANIFEST_DIR"), "/tests").to_string()),
     ]));
@@ -42,11 +43,11 @@ fn main() {
     trials.extend(dont_care::trials());
     // The fixtures (crate `proofs`) keep no ledger.
     trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics"]));
-    const OURS: &[&str] = &["island-examples", "island-intrinsics", "proofs"];
+    const OURS: &[&str] = &["island-examples", "island-intrinsics", "island-llm", "proofs"];
     let ours = OURS;
     trials.push(proofs::census::trial(concat!(env!("CARGO_MANIFEST_DIR"), "/census.json").into(), OURS));
     trials.extend(proofs::saturation::trials(ours));
-    trials.push(proofs::independence::shared_program_trial(&["island-examples", "island-intrinsics"]));
+    trials.push(proofs::independence::shared_program_trial(&["island-examples", "island-intrinsics", "island-llm"]));
     trials.extend(proofs::lowering::trials(ours));
     trials.extend(proofs::conformance_trials(ours));
     proofs::run(trials)

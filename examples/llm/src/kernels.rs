@@ -1,20 +1,24 @@
 //! Every kernel of the forward pass, one source for every backend.
 //!
-//! Each kernel gives one unit one output and computes it alone, in a fixed order: no shared
-//! memory, no barriers, no reduction split between units. The order of every float operation is
-//! therefore the program's, on the CPU runtime as on a GPU. Every `a·b + c` is
+//! The order of every float operation is the definition's, on the CPU runtime as on a GPU: each
+//! long sum (a matvec row, RMSNorm's squares, softmax's exponentials, attention's weighted sum)
+//! is a lane sum ([`crate::lanes`]), whose tree a GPU shares between units with plane shuffles
+//! and the CPU runtime computes in one unit; every other output is one unit's, in order. Every
+//! `a·b + c` is
 //! [`island_intrinsics::exact::fma`] (one rounding on every backend, Vulkan drivers that round
 //! the product first included), so no compiler can contract or split one; divisions and square roots go through
 //! [`island_intrinsics::exact`] (correctly rounded everywhere); `exp` is [`crate::math::exp`];
 //! RoPE's cosines and sines come from host tables. The islands are the dp4a in the matvec (the
-//! examples' [`dot_word`]) and the activation quantizer's block maximum
-//! ([`island_examples::q8_matvec::quantize_q8_1`]).
+//! examples' [`dot_word`]), the lane sums' exchanges ([`lanes::tree8`], [`lanes::tree32`]) and
+//! the activation quantizer's block maximum ([`island_examples::q8_matvec::quantize_q8_1`]).
 
+use crate::lanes::{self, LANES_8, LANES_32};
 use crate::math::{exp, flush};
 use crate::quant::QuantType;
 use cubecl::prelude::*;
 use island_examples::q8_matvec::dot_word;
 use island_intrinsics::exact;
+use island_runtime::Target;
 use island_runtime::prelude::*;
 
 /// Units per cube of every kernel.
@@ -27,6 +31,10 @@ pub const QUANT_UNITS: u32 = 32;
 pub fn grid(units: usize, per_cube: u32) -> (CubeCount, CubeDim) {
     (CubeCount::Static((units as u32).div_ceil(per_cube), 1, 1), CubeDim::new_1d(per_cube))
 }
+
+/// The most terms a lane folds in an unrolled loop (every load in flight at once); a longer
+/// lane loops. Either way the same operations in the same order.
+pub const UNROLL: usize = 24;
 
 /// Where the engine's step buffer (`u32`s) holds what changes from one token to the next. No
 /// kernel takes these as launch arguments: each reads them from the buffer (at a comptime
@@ -54,10 +62,10 @@ pub struct MatvecShape {
 }
 
 /// `y = W·x` for Q8_0 or Q4_1 `W` (k-major, see [`crate::quant`]) and activations quantized
-/// per block of 32 (`xq`: 8 words a block, `xd`: its scale). Row `row` is unit `row`; it walks
-/// its blocks in order, and per block: `acc = fma(d·dx, Σ q·qx, acc)`, and for Q4_1 then
-/// `acc = fma(m·dx, Σ qx, acc)`. The integer sums are [`dot_word`]s (`dp4a` where the device
-/// has it), exact in any order.
+/// per block of 32 (`xq`: 8 words a block, `xd`: its scale). Row `row`'s value is the lane sum
+/// ([`crate::lanes`]) of its blocks on [`LANES_8`] lanes, a lane folding its blocks with
+/// [`block_term`]; `width` units share a row ([`lanes::units`]). The integer sums are
+/// [`dot_word`]s (`dp4a` where the device has it), exact in any order.
 #[islands]
 #[cube(launch)]
 pub fn qmatvec(
@@ -68,65 +76,134 @@ pub fn qmatvec(
     xd: &[f32],
     y: &mut [f32],
     #[comptime] shape: MatvecShape,
+    #[comptime] width: u32,
 ) {
-    let row = ABSOLUTE_POS;
     let rows = comptime!(shape.rows);
-    if row < rows {
+    let blocks = comptime!(shape.blocks);
+    let units = comptime!(width as usize);
+    let per = comptime!((LANES_8 / width) as usize);
+    let row = ABSOLUTE_POS / units;
+    // Units past the last row take part in the exchange on row 0's values and write nothing.
+    let r = select(row < rows, row, 0);
+    let first = ABSOLUTE_POS % units * per;
+    let mut p = Array::<f32>::new(per);
+    for k in 0..per {
+        let lane = first + k;
         let mut acc = 0.0f32;
-        for b in 0..comptime!(shape.blocks) {
-            let x0 = xq[2 * b];
-            let x1 = xq[2 * b + 1];
-            let scale = d[b * rows + row] * xd[b];
-            let mut sumi = 0i32;
-            if comptime!(shape.ty == QuantType::Q8_0) {
-                let w0 = w[2 * b * rows + row];
-                let w1 = w[(2 * b + 1) * rows + row];
-                #[unroll]
-                for j in 0..4usize {
-                    sumi = dot_word(w0.extract(j), x0.extract(j), sumi, target);
+        if comptime!(blocks <= UNROLL * 8) {
+            // Unrolled, so that every block's loads are in flight at once; a lane's last block
+            // may lie past the row's end.
+            #[unroll]
+            for t in 0..comptime!(blocks.div_ceil(8)) {
+                let b = lane + 8 * t;
+                if b < blocks {
+                    acc = block_term(w, d, m, xq, xd, r, b, acc, shape, target);
                 }
-                #[unroll]
-                for j in 0..4usize {
-                    sumi = dot_word(w1.extract(j), x1.extract(j), sumi, target);
-                }
-                acc = exact::fma(scale, f32::cast_from(sumi), acc, target);
-            } else {
-                // Byte j of a word holds weight j (low nibble) and weight j + 16 (high).
-                let v = w[b * rows + row];
-                let mut sumx = 0i32;
-                #[unroll]
-                for j in 0..4usize {
-                    let word = v.extract(j);
-                    sumi = dot_word(word & 0x0f0f_0f0f, x0.extract(j), sumi, target);
-                    sumi = dot_word((word >> 4) & 0x0f0f_0f0f, x1.extract(j), sumi, target);
-                    sumx = dot_word(0x0101_0101, x0.extract(j), sumx, target);
-                    sumx = dot_word(0x0101_0101, x1.extract(j), sumx, target);
-                }
-                acc = exact::fma(scale, f32::cast_from(sumi), acc, target);
-                acc = exact::fma(m[b * rows + row] * xd[b], f32::cast_from(sumx), acc, target);
+            }
+        } else {
+            for t in 0..(blocks + 7 - lane) / 8 {
+                acc = block_term(w, d, m, xq, xd, r, lane + 8 * t, acc, shape, target);
             }
         }
+        p[k] = acc;
+    }
+    lanes::fold(&mut p, comptime!(per as u32));
+    let sum = lanes::across(p[0], LANES_8, width, target);
+    if row < rows && first == 0 {
         if comptime!(shape.accumulate) {
-            y[row] += acc;
+            y[row] += sum;
         } else {
-            y[row] = acc;
+            y[row] = sum;
         }
     }
 }
 
-/// RMSNorm of one vector: unit `i` sums the squares of all `n` values in order
-/// (`fma(v, v, ss)`), then `y[i] = x[i] · (1 / sqrt(ss / n + eps)) · w[i]`.
+/// One block `b` of row `row` folded into a lane's `acc`: `acc = fma(d·dx, Σ q·qx, acc)`, and
+/// for Q4_1 then `acc = fma(m·dx, Σ qx, acc)`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn block_term(
+    w: &[Vector<i32, Const<4>>],
+    d: &[f32],
+    m: &[f32],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
+    row: usize,
+    b: usize,
+    acc: f32,
+    #[comptime] shape: MatvecShape,
+    #[comptime] target: Target,
+) -> f32 {
+    let rows = comptime!(shape.rows);
+    let x0 = xq[2 * b];
+    let x1 = xq[2 * b + 1];
+    let scale = d[b * rows + row] * xd[b];
+    let mut sumi = 0i32;
+    let mut out = acc;
+    if comptime!(shape.ty == QuantType::Q8_0) {
+        let w0 = w[2 * b * rows + row];
+        let w1 = w[(2 * b + 1) * rows + row];
+        #[unroll]
+        for j in 0..4usize {
+            sumi = dot_word(w0.extract(j), x0.extract(j), sumi, target);
+        }
+        #[unroll]
+        for j in 0..4usize {
+            sumi = dot_word(w1.extract(j), x1.extract(j), sumi, target);
+        }
+        out = exact::fma(scale, f32::cast_from(sumi), out, target);
+    } else {
+        // Byte j of a word holds weight j (low nibble) and weight j + 16 (high).
+        let v = w[b * rows + row];
+        let mut sumx = 0i32;
+        #[unroll]
+        for j in 0..4usize {
+            let word = v.extract(j);
+            sumi = dot_word(word & 0x0f0f_0f0f, x0.extract(j), sumi, target);
+            sumi = dot_word((word >> 4) & 0x0f0f_0f0f, x1.extract(j), sumi, target);
+            sumx = dot_word(0x0101_0101, x0.extract(j), sumx, target);
+            sumx = dot_word(0x0101_0101, x1.extract(j), sumx, target);
+        }
+        out = exact::fma(scale, f32::cast_from(sumi), out, target);
+        out = exact::fma(m[b * rows + row] * xd[b], f32::cast_from(sumx), out, target);
+    }
+    out
+}
+
+/// RMSNorm of one vector: the sum of squares is the lane sum ([`crate::lanes`]) on
+/// [`LANES_32`] lanes of `fma(v, v, ss)`, then `y[i] = x[i] · (1 / sqrt(ss / n + eps)) · w[i]`.
+/// Unit `i` writes `y[i]`; each aligned group of `width` units shares the sum.
 #[islands]
 #[cube(launch)]
-#[allow(clippy::needless_range_loop)] // a kernel indexes; it has no iterators
-pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usize) {
+pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usize, #[comptime] width: u32) {
     let i = ABSOLUTE_POS;
-    if i < n {
+    let units = comptime!(width as usize);
+    let per = comptime!((LANES_32 / width) as usize);
+    let first = i % units * per;
+    let mut p = Array::<f32>::new(per);
+    for k in 0..per {
+        let lane = first + k;
         let mut ss = 0.0f32;
-        for j in 0..n {
-            let v = x[j];
-            ss = exact::fma(v, v, ss, target);
+        if comptime!(n <= UNROLL * 32) {
+            #[unroll]
+            for t in 0..comptime!(n.div_ceil(32)) {
+                let j = lane + 32 * t;
+                if j < n {
+                    let v = x[j];
+                    ss = exact::fma(v, v, ss, target);
+                }
+            }
+        } else {
+            for t in 0..(n + 31 - lane) / 32 {
+                let v = x[lane + 32 * t];
+                ss = exact::fma(v, v, ss, target);
+            }
         }
+        p[k] = ss;
+    }
+    lanes::fold(&mut p, comptime!(per as u32));
+    let ss = lanes::across(p[0], LANES_32, width, target);
+    if i < n {
         let mean = exact::div(ss, n as f32, target);
         let inv = exact::div(1.0f32, exact::sqrt(mean + eps, target), target);
         y[i] = x[i] * inv * w[i];
@@ -240,6 +317,7 @@ pub fn scores(
     if h < comptime!(shape.heads) && j < n {
         let k0 = usize::cast_from(base) + j * kv_dim + h / comptime!(shape.heads / shape.kv_heads) * hd;
         let mut acc = 0.0f32;
+        #[unroll]
         for d in 0..hd {
             acc = exact::fma(state[h * hd + d], state[k0 + d], acc, target);
         }
@@ -248,33 +326,55 @@ pub fn scores(
 }
 
 /// The softmax of each head's `n = step[at]` scores, in place: the maximum `m` in order,
-/// `e_j = exp(s_j − m)` and their sum in order, then `e_j / sum` (correctly rounded). One unit
-/// per head.
+/// `e_j = exp(s_j − m)`, their lane sum ([`crate::lanes`]) on [`LANES_32`] lanes, then
+/// `e_j / sum` (correctly rounded). Each aligned group of `width` units computes one head: a
+/// unit reads every score for the maximum, but writes only its own lanes' positions, after the
+/// group's exchange (so no unit overwrites a score another still reads).
 #[islands]
 #[cube(launch)]
-pub fn softmax(s: &mut [f32], step: &[u32], #[comptime] at: usize, #[comptime] shape: AttnShape) {
-    let h = ABSOLUTE_POS;
+pub fn softmax(
+    s: &mut [f32],
+    step: &[u32],
+    #[comptime] at: usize,
+    #[comptime] shape: AttnShape,
+    #[comptime] width: u32,
+) {
+    let units = comptime!(width as usize);
+    let per = comptime!((LANES_32 / width) as usize);
+    let h = ABSOLUTE_POS / units;
     let n = usize::cast_from(step[at]);
-    if h < comptime!(shape.heads) {
-        let row = h * comptime!(shape.context);
-        let mut m = s[row];
-        for j in 1..n {
-            m = max(m, s[row + j]);
-        }
+    // Units past the last head take part in the exchange on head 0's values and write nothing.
+    let row = select(h < comptime!(shape.heads), h, 0) * comptime!(shape.context);
+    let mut m = s[row];
+    for j in 1..n {
+        m = max(m, s[row + j]);
+    }
+    let first = ABSOLUTE_POS % units * per;
+    let mut p = Array::<f32>::new(per);
+    for k in 0..per {
+        let lane = first + k;
         let mut sum = 0.0f32;
-        for j in 0..n {
-            let e = exp(s[row + j] - m, target);
-            s[row + j] = e;
-            sum += e;
+        for t in 0..(n + 31 - lane) / 32 {
+            sum += exp(s[row + lane + 32 * t] - m, target);
         }
-        for j in 0..n {
-            s[row + j] = exact::div(s[row + j], sum, target);
+        p[k] = sum;
+    }
+    lanes::fold(&mut p, comptime!(per as u32));
+    let sum = lanes::across(p[0], LANES_32, width, target);
+    if h < comptime!(shape.heads) {
+        for k in 0..per {
+            let lane = first + k;
+            for t in 0..(n + 31 - lane) / 32 {
+                let j = row + lane + 32 * t;
+                s[j] = exact::div(exp(s[j] - m, target), sum, target);
+            }
         }
     }
 }
 
-/// `out[h, d] = Σ_j p[h, j] · v_j[d]` over the `n = step[at]` cached positions in order
-/// (`fma`). One unit per (head, dimension).
+/// `out[h, d] = Σ_j p[h, j] · v_j[d]` over the `n = step[at]` cached positions: the lane sum
+/// ([`crate::lanes`]) on [`LANES_8`] lanes of `fma(p, v, acc)`. Each aligned group of `width`
+/// units computes one (head, dimension).
 #[islands]
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
@@ -286,18 +386,35 @@ pub fn attend(
     base: u32,
     #[comptime] at: usize,
     #[comptime] shape: AttnShape,
+    #[comptime] width: u32,
 ) {
-    let u = ABSOLUTE_POS;
+    let units = comptime!(width as usize);
+    let per = comptime!((LANES_8 / width) as usize);
     let hd = comptime!(AttnShape::HEAD_DIM);
     let kv_dim = comptime!(shape.kv_heads * AttnShape::HEAD_DIM);
-    if u < comptime!(shape.heads * AttnShape::HEAD_DIM) {
-        let (h, d) = (u / hd, u % hd);
-        let v0 = usize::cast_from(base) + h / comptime!(shape.heads / shape.kv_heads) * hd + d;
+    let outputs = comptime!(shape.heads * AttnShape::HEAD_DIM);
+    let o = ABSOLUTE_POS / units;
+    // Units past the last output take part in the exchange on output 0's values and write nothing.
+    let oo = select(o < outputs, o, 0);
+    let (h, d) = (oo / hd, oo % hd);
+    let v0 = usize::cast_from(base) + h / comptime!(shape.heads / shape.kv_heads) * hd + d;
+    let n = usize::cast_from(step[at]);
+    let row = h * comptime!(shape.context);
+    let first = ABSOLUTE_POS % units * per;
+    let mut part = Array::<f32>::new(per);
+    for k in 0..per {
+        let lane = first + k;
         let mut acc = 0.0f32;
-        for j in 0..usize::cast_from(step[at]) {
-            acc = exact::fma(p[h * comptime!(shape.context) + j], vc[v0 + j * kv_dim], acc, target);
+        for t in 0..(n + 7 - lane) / 8 {
+            let j = lane + 8 * t;
+            acc = exact::fma(p[row + j], vc[v0 + j * kv_dim], acc, target);
         }
-        out[u] = acc;
+        part[k] = acc;
+    }
+    lanes::fold(&mut part, comptime!(per as u32));
+    let sum = lanes::across(part[0], LANES_8, width, target);
+    if o < outputs && first == 0 {
+        out[o] = sum;
     }
 }
 

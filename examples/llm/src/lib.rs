@@ -6,7 +6,8 @@
 //! - [`weights`]: the model read from the GGUF; [`quant`]: its Q8_0 and Q4_1 matrices in the
 //!   kernels' layout.
 //! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
-//! - [`kernels`]: every op of the forward pass; [`math`]: the engine's `exp`.
+//! - [`kernels`]: every op of the forward pass; [`lanes`]: the fixed order of their long sums;
+//!   [`math`]: the engine's `exp`.
 //! - [`engine`]: the forward pass on a device, with a KV cache; [`ops`]: each kernel launched
 //!   alone on host values, for the kernel-level checks, on inputs from [`deciding`].
 //! - [`cells`]: every op of the decode step as a cell of "verify, then delete", which the engine
@@ -29,6 +30,7 @@ pub mod generate;
 pub mod gguf;
 pub mod incumbents;
 pub mod kernels;
+pub mod lanes;
 pub mod math;
 pub mod model_file;
 pub mod ops;

@@ -1,5 +1,5 @@
-//! Each kernel of the forward pass launched alone on host values, with the tag a launch on the
-//! client takes: what the kernel-level checks compare with [`crate::reference`]'s operations, on
+//! Each kernel of the forward pass launched alone on host values, with a given tag (the one a
+//! launch on the client takes, or another profile's arms emulated on the CPU runtime): what the kernel-level checks compare with [`crate::reference`]'s operations, on
 //! inputs built to reach every rounding decision (the whole-model check only meets the model's
 //! own activations).
 
@@ -8,6 +8,7 @@ use crate::kernels::{
     AttnShape, MatvecShape, QUANT_UNITS, UNITS, attend, grid, qmatvec, rmsnorm, rope_store, scores, slots, softmax,
     swiglu,
 };
+use crate::lanes::{self, LANES_8, LANES_32};
 use crate::quant::{BLOCK, QuantMatrix};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -21,8 +22,8 @@ struct Launch<'a> {
 }
 
 impl<'a> Launch<'a> {
-    fn new(client: &'a Client) -> Launch<'a> {
-        Launch { client, target: Target::for_client(client) }
+    fn new(client: &'a Client, target: Target) -> Launch<'a> {
+        Launch { client, target }
     }
 
     fn f32s(&self, v: &[f32]) -> (Handle, usize) {
@@ -54,22 +55,36 @@ fn arg(h: &(Handle, usize)) -> BufferArg {
 }
 
 /// [`rmsnorm`] of each row of `rows` (each `w.len()` values).
-pub fn rmsnorm_rows(client: &Client, rows: &[Vec<f32>], w: &[f32], eps: f32) -> Result<Vec<Vec<f32>>, LlmError> {
-    let l = Launch::new(client);
+pub fn rmsnorm_rows(
+    client: &Client,
+    target: Target,
+    rows: &[Vec<f32>],
+    w: &[f32],
+    eps: f32,
+) -> Result<Vec<Vec<f32>>, LlmError> {
+    let l = Launch::new(client, target);
     let wb = l.f32s(w);
     rows.iter()
         .map(|x| {
             let (xb, yb) = (l.f32s(x), l.f32s(&vec![0.0; x.len()]));
             let (count, dim) = grid(x.len(), UNITS);
-            rmsnorm::launch_with(client, count, dim, arg(&xb), arg(&wb), arg(&yb), eps, x.len(), l.target);
+            let width = lanes::units(&l.target, LANES_32);
+            let (x, w, y) = (arg(&xb), arg(&wb), arg(&yb));
+            rmsnorm::launch_with(client, count, dim, x, w, y, eps, xb.1, width, l.target);
             l.read(&yb)
         })
         .collect()
 }
 
 /// The activation quantizer, then [`qmatvec`]: `y = W·x`, or `y0 + W·x` with `y0`.
-pub fn matvec(client: &Client, w: &QuantMatrix, x: &[f32], y0: Option<&[f32]>) -> Result<Vec<f32>, LlmError> {
-    let l = Launch::new(client);
+pub fn matvec(
+    client: &Client,
+    target: Target,
+    w: &QuantMatrix,
+    x: &[f32],
+    y0: Option<&[f32]>,
+) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client, target);
     let words = x.len() / 4;
     let blocks = x.len() / BLOCK;
     let xb = l.f32s(x);
@@ -84,12 +99,13 @@ pub fn matvec(client: &Client, w: &QuantMatrix, x: &[f32], y0: Option<&[f32]>) -
     let (sb, mb) = (l.f32s(&w.scales), l.f32s(&mins));
     let yb = l.f32s(&y0.map_or_else(|| vec![0.0; w.rows], <[f32]>::to_vec));
     let shape = MatvecShape { ty: w.ty, rows: w.rows, blocks, accumulate: y0.is_some() };
-    let (count, dim) = grid(w.rows, UNITS);
+    let width = lanes::units(&l.target, LANES_8);
+    let (count, dim) = grid(w.rows * width as usize, UNITS);
     // SAFETY: `wb` holds `w.words.len()` words, read as vectors of four; `xq` `words` words.
     let (w4, xq4) = unsafe {
         (BufferArg::from_raw_parts(wb.0.clone(), wb.1 / 4), BufferArg::from_raw_parts(xq.0.clone(), words / 4))
     };
-    qmatvec::launch_with(client, count, dim, w4, arg(&sb), arg(&mb), xq4, arg(&xd), arg(&yb), shape, l.target);
+    qmatvec::launch_with(client, count, dim, w4, arg(&sb), arg(&mb), xq4, arg(&xd), arg(&yb), shape, width, l.target);
     l.read(&yb)
 }
 
@@ -106,13 +122,14 @@ pub struct Rotated {
 /// cache, one buffer).
 pub fn rope(
     client: &Client,
+    target: Target,
     qkv: &[f32],
     (cos, sin): (&[f32], &[f32]),
     pos: u32,
     cache: usize,
     shape: AttnShape,
 ) -> Result<Rotated, LlmError> {
-    let l = Launch::new(client);
+    let l = Launch::new(client, target);
     let dim = shape.heads * AttnShape::HEAD_DIM;
     let kv = shape.kv_heads * AttnShape::HEAD_DIM;
     let (qkvb, state) = (l.f32s(qkv), l.f32s(&vec![0.0; dim + 2 * cache]));
@@ -144,13 +161,14 @@ pub fn rope(
 /// `heads × context` values, those past `n` left at zero.
 pub fn attention_scores(
     client: &Client,
+    target: Target,
     q: &[f32],
     kc: &[f32],
     n: u32,
     base: u32,
     shape: AttnShape,
 ) -> Result<Vec<f32>, LlmError> {
-    let l = Launch::new(client);
+    let l = Launch::new(client, target);
     let state: Vec<f32> = q.iter().chain(kc).copied().collect();
     let (stb, sb) = (l.f32s(&state), l.f32s(&vec![0.0; shape.heads * shape.context]));
     let (count, dim) = grid(shape.heads * shape.context, UNITS);
@@ -161,37 +179,46 @@ pub fn attention_scores(
 }
 
 /// [`softmax`] of the first `n` scores of each head of `s` (`heads × context`).
-pub fn softmax_heads(client: &Client, s: &[f32], n: u32, shape: AttnShape) -> Result<Vec<f32>, LlmError> {
-    let l = Launch::new(client);
+pub fn softmax_heads(
+    client: &Client,
+    target: Target,
+    s: &[f32],
+    n: u32,
+    shape: AttnShape,
+) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client, target);
     let sb = l.f32s(s);
-    let (count, dim) = grid(shape.heads, UNITS);
+    let width = lanes::units(&l.target, LANES_32);
+    let (count, dim) = grid(shape.heads * width as usize, UNITS);
     let step = l.step(n - 1);
-    softmax::launch_with(client, count, dim, arg(&sb), arg(&step), slots::N, shape, l.target);
+    softmax::launch_with(client, count, dim, arg(&sb), arg(&step), slots::N, shape, width, l.target);
     l.read(&sb)
 }
 
 /// [`attend`]: each head's weights `p` (`heads × context`) over the first `n` values of `vc`.
 pub fn attention_values(
     client: &Client,
+    target: Target,
     p: &[f32],
     vc: &[f32],
     n: u32,
     base: u32,
     shape: AttnShape,
 ) -> Result<Vec<f32>, LlmError> {
-    let l = Launch::new(client);
+    let l = Launch::new(client, target);
     let dim = shape.heads * AttnShape::HEAD_DIM;
     let (pb, vb, ob) = (l.f32s(p), l.f32s(vc), l.f32s(&vec![0.0; dim]));
-    let (count, cube) = grid(dim, UNITS);
+    let width = lanes::units(&l.target, LANES_8);
+    let (count, cube) = grid(dim * width as usize, UNITS);
     let step = l.step(n - 1);
-    let s = arg(&step);
-    attend::launch_with(client, count, cube, arg(&pb), arg(&vb), arg(&ob), s, base, slots::N, shape, l.target);
+    let (p, v, o, s) = (arg(&pb), arg(&vb), arg(&ob), arg(&step));
+    attend::launch_with(client, count, cube, p, v, o, s, base, slots::N, shape, width, l.target);
     l.read(&ob)
 }
 
 /// [`swiglu`] of `gate_up` (`gate`, `up` stacked).
-pub fn swiglu_all(client: &Client, gate_up: &[f32]) -> Result<Vec<f32>, LlmError> {
-    let l = Launch::new(client);
+pub fn swiglu_all(client: &Client, target: Target, gate_up: &[f32]) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client, target);
     let n = gate_up.len() / 2;
     let (gb, ab) = (l.f32s(gate_up), l.f32s(&vec![0.0; n]));
     let (count, dim) = grid(n, UNITS);

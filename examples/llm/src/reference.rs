@@ -34,18 +34,34 @@ fn quantize(x: &[f32]) -> (Vec<i32>, Vec<f32>) {
     (xq, xd)
 }
 
-/// [`crate::kernels::qmatvec`]: `y = W·x` (or `y += W·x`).
+/// The definitions' order of a long sum ([`crate::lanes`]): `lanes` partial sums, lane `l`
+/// folding terms `l, l + lanes, …` from `+0.0` with `term(acc, i)`, then the partials added
+/// pairwise, neighbours first.
+pub fn lane_sum(lanes: usize, count: usize, term: impl Fn(f32, usize) -> f32) -> f32 {
+    let mut partials: Vec<f32> = (0..lanes).map(|l| (l..count).step_by(lanes).fold(0.0f32, &term)).collect();
+    while partials.len() > 1 {
+        partials = partials.chunks_exact(2).map(|pair| pair[0] + pair[1]).collect();
+    }
+    partials[0]
+}
+
+/// [`crate::kernels::qmatvec`]: `y = W·x` (or `y += W·x`), each row a lane sum of 8 lanes
+/// over its blocks.
 pub fn matvec(w: &QuantMatrix, x: &[f32], y: &mut [f32], accumulate: bool) {
+    matvec_lanes(w, x, y, accumulate, 8);
+}
+
+/// [`matvec`] with each row a lane sum of `lanes` lanes (1: one chain over the blocks).
+pub fn matvec_lanes(w: &QuantMatrix, x: &[f32], y: &mut [f32], accumulate: bool, lanes: usize) {
     let (xq, xd) = quantize(x);
     for (row, out) in y.iter_mut().enumerate().take(w.rows) {
-        let mut acc = 0.0f32;
-        for b in 0..w.blocks() {
+        let term = |acc: f32, b: usize| {
             let scale = w.scales[b * w.rows + row] * xd[b];
             let xw = &xq[b * 8..b * 8 + 8];
             match w.ty {
                 QuantType::Q8_0 => {
                     let sumi = (0..8).fold(0, |s, j| dot4(w.word(row, b, j), xw[j], s));
-                    acc = scale.mul_add(sumi as f32, acc);
+                    scale.mul_add(sumi as f32, acc)
                 }
                 QuantType::Q4_1 => {
                     let mut sumi = 0;
@@ -55,18 +71,19 @@ pub fn matvec(w: &QuantMatrix, x: &[f32], y: &mut [f32], accumulate: bool) {
                         sumi = dot4((word >> 4) & 0x0f0f_0f0f, xw[j + 4], sumi);
                     }
                     let sumx = xw.iter().fold(0, |s, &v| dot4(0x0101_0101, v, s));
-                    acc = scale.mul_add(sumi as f32, acc);
-                    acc = (w.mins[b * w.rows + row] * xd[b]).mul_add(sumx as f32, acc);
+                    let acc = scale.mul_add(sumi as f32, acc);
+                    (w.mins[b * w.rows + row] * xd[b]).mul_add(sumx as f32, acc)
                 }
             }
-        }
+        };
+        let acc = lane_sum(lanes, w.blocks(), term);
         *out = if accumulate { *out + acc } else { acc };
     }
 }
 
-/// [`crate::kernels::rmsnorm`].
+/// [`crate::kernels::rmsnorm`]: the squares a lane sum of 32 lanes.
 pub fn rmsnorm(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
-    let ss = x.iter().fold(0.0f32, |s, &v| v.mul_add(v, s));
+    let ss = lane_sum(32, x.len(), |s, j| x[j].mul_add(x[j], s));
     let inv = 1.0f32 / (ss / x.len() as f32 + eps).sqrt();
     x.iter().zip(w).map(|(&v, &g)| v * inv * g).collect()
 }
@@ -81,22 +98,24 @@ pub fn score(q: &[f32], k: &[f32]) -> f32 {
     q.iter().zip(k).fold(0.0f32, |a, (&qv, &kv)| qv.mul_add(kv, a)) * 0.125
 }
 
-/// [`crate::kernels::softmax`] of one head's scores, in place.
+/// [`crate::kernels::softmax`] of one head's scores, in place: the exponentials' sum a lane
+/// sum of 32 lanes.
 pub fn softmax(s: &mut [f32]) {
     let mx = s[1..].iter().fold(s[0], |a, &b| a.max(b));
-    let mut sum = 0.0f32;
     for v in s.iter_mut() {
         *v = exp_host(*v - mx);
-        sum += *v;
     }
+    let sum = lane_sum(32, s.len(), |a, j| a + s[j]);
     for v in s.iter_mut() {
         *v /= sum;
     }
 }
 
-/// [`crate::kernels::attend`] of one (head, dimension): `Σ_j p[j] · v[j]` in order.
+/// [`crate::kernels::attend`] of one (head, dimension): `Σ_j p[j] · v[j]`, a lane sum of 8
+/// lanes over the positions.
 pub fn weighted_sum(p: &[f32], v: impl IntoIterator<Item = f32>) -> f32 {
-    p.iter().zip(v).fold(0.0f32, |a, (&pj, vj)| pj.mul_add(vj, a))
+    let v: Vec<f32> = v.into_iter().collect();
+    lane_sum(8, p.len().min(v.len()), |a, j| p[j].mul_add(v[j], a))
 }
 
 /// [`crate::kernels::swiglu`] of one pair: `(g / (1 + exp(−g))) · u`, subnormal `g`, `u` and

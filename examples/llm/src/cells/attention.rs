@@ -13,6 +13,7 @@ use crate::deciding::{Draw, softmax_scores};
 use crate::kernels::{
     AttnShape, UNITS, attend as attend_kernel, grid, scores as scores_kernel, slots, softmax as softmax_kernel,
 };
+use crate::lanes::{self, LANES_8, LANES_32};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
@@ -124,7 +125,7 @@ pub const SOFTMAX: Op = Op {
         launch_softmax(client, attn(s), [b.out, &b.inputs[1]], 2, target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs"), include_str!("../math.rs")],
+    twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs"), include_str!("../math.rs")],
 };
 island_runtime::op!(SOFTMAX);
 
@@ -165,7 +166,7 @@ pub const ATTEND: Op = Op {
         launch_attend(client, attn(s), [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 3, 0, target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs")],
+    twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs")],
 };
 island_runtime::op!(ATTEND);
 
@@ -200,11 +201,11 @@ pub fn launch_scores(
 /// The engine's [`softmax`](crate::kernels::softmax) of the first `step[at]` scores of each head
 /// of `s`.
 pub fn launch_softmax(client: &Client, a: AttnShape, [s, step]: [&Handle; 2], at: usize, target: Target) {
-    let (count, dim) = grid(a.heads, UNITS);
+    let width = lanes::units(&target, LANES_32);
+    let (count, dim) = grid(a.heads * width as usize, UNITS);
     // SAFETY: the lengths are the handles' own.
-    unsafe {
-        softmax_kernel::launch_with(client, count, dim, arg(s, values(s)), arg(step, values(step)), at, a, target)
-    };
+    let (s, step) = unsafe { (arg(s, values(s)), arg(step, values(step))) };
+    softmax_kernel::launch_with(client, count, dim, s, step, at, a, width, target);
 }
 
 /// The engine's [`attend`](crate::kernels::attend): the weights `p` over `step[at]` values of
@@ -217,7 +218,8 @@ pub fn launch_attend(
     base: usize,
     target: Target,
 ) {
-    let (count, dim) = grid(a.heads * HD, UNITS);
+    let width = lanes::units(&target, LANES_8);
+    let (count, dim) = grid(a.heads * HD * width as usize, UNITS);
     // SAFETY: the lengths are the handles' own.
     unsafe {
         attend_kernel::launch_with(
@@ -231,6 +233,7 @@ pub fn launch_attend(
             base as u32,
             at,
             a,
+            width,
             target,
         )
     };

@@ -6,6 +6,7 @@
 use super::choice::{IncumbentBuffers, run_choice};
 use crate::deciding::{Draw, activations, matrix};
 use crate::kernels::{MatvecShape, QUANT_UNITS, UNITS, grid, qmatvec};
+use crate::lanes::{self, LANES_8};
 use crate::quant::{BLOCK, QuantType};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -106,7 +107,11 @@ const fn op(ty: QuantType, add: bool) -> Op {
             (QuantType::Q4_1, true) => |c, s, b, t| twin(QuantType::Q4_1, true, c, s, b, t),
             (QuantType::Q8_0, true) => |c, s, b, t| twin(QuantType::Q8_0, true, c, s, b, t),
         },
-        twin_source: &[include_str!("../kernels.rs"), include_str!("../../../src/q8_matvec/kernels.rs")],
+        twin_source: &[
+            include_str!("../kernels.rs"),
+            include_str!("../lanes.rs"),
+            include_str!("../../../src/q8_matvec/kernels.rs"),
+        ],
     }
 }
 
@@ -187,7 +192,8 @@ pub fn launch_twin(client: &Client, shape: MatvecShape, bufs: [&Handle; 7], targ
             words,
             target,
         );
-        let (count, dim) = grid(shape.rows, UNITS);
+        let width = lanes::units(&target, LANES_8);
+        let (count, dim) = grid(shape.rows * width as usize, UNITS);
         qmatvec::launch_with(
             client,
             count,
@@ -199,6 +205,7 @@ pub fn launch_twin(client: &Client, shape: MatvecShape, bufs: [&Handle; 7], targ
             BufferArg::from_raw_parts(xd.clone(), shape.blocks),
             BufferArg::from_raw_parts(y.clone(), shape.rows),
             shape,
+            width,
             target,
         );
     }

@@ -5,6 +5,7 @@
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::Draw;
 use crate::kernels::{UNITS, grid, rmsnorm as kernel};
+use crate::lanes::{self, LANES_32};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
@@ -66,15 +67,16 @@ pub const RMSNORM: Op = Op {
         launch_twin(client, s.cols, EPS, [&b.inputs[0], &b.inputs[1], b.out], target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs")],
+    twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs")],
 };
 island_runtime::op!(RMSNORM);
 
 /// The engine's [`rmsnorm`](crate::kernels::rmsnorm) of `x` (`n` values) with `w` into `y`.
 pub fn launch_twin(client: &Client, n: usize, eps: f32, [x, w, y]: [&Handle; 3], target: Target) {
     let (count, dim) = grid(n, UNITS);
+    let width = lanes::units(&target, LANES_32);
     // SAFETY: the callers allocate `x`, `w` and `y` with `n` values.
-    unsafe { kernel::launch_with(client, count, dim, arg(x, n), arg(w, n), arg(y, n), eps, n, target) };
+    unsafe { kernel::launch_with(client, count, dim, arg(x, n), arg(w, n), arg(y, n), eps, n, width, target) };
 }
 
 /// RMSNorm of `x` (`n` values) with `w` into `y`, with the candidate the device's record

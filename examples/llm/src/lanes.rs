@@ -1,0 +1,100 @@
+//! The fixed order of every long sum in the engine's definitions: a *lane sum*.
+//!
+//! A lane sum of `count` terms over `L` lanes (a power of two) is `L` partial sums, lane `l`
+//! folding terms `l, l + L, l + 2L, …` in order from `+0.0`, then the `L` partials added
+//! pairwise, neighbours first: `((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7))`. The order
+//! belongs to the definition, not to a device: it does not depend on a plane width, a core count
+//! or a launch shape. How the work is spread does:
+//!
+//! - `width` [`units`] share one lane sum: each holds `L / width` consecutive lanes, folds its
+//!   own partials in registers (pairwise, the same tree's lower levels), and the group adds the
+//!   rest of the tree across units with [`tree8`] or [`tree32`]: plane shuffles where a device
+//!   has them and they are taken (`xor 1, 2, 4, …`, the same tree: `a + b = b + a` in IEEE
+//!   arithmetic, so both units of a pair hold the same bits).
+//! - On the CPU runtime (plane size 1, where a barrier costs a thread per unit), or where the
+//!   exchange is not taken, `width` is 1: each unit computes every lane and the whole tree.
+//!
+//! Either way the bytes are the definition's; [`crate::reference`] computes them serially.
+
+use cubecl::prelude::*;
+use island_intrinsics::{plane, portable};
+use island_runtime::prelude::*;
+use island_runtime::{Selection, Target};
+
+/// The lanes of a matvec row's sum over its blocks, and of attention's weighted sum over the
+/// cached positions.
+pub const LANES_8: u32 = 8;
+/// The lanes of a sum over a whole vector: RMSNorm's squares, softmax's exponentials.
+pub const LANES_32: u32 = 32;
+
+/// The sum over each aligned group of 8 units, neighbours first, received by every unit of
+/// the group. Every unit of the cube must call it (`default` synchronises the cube).
+#[islands]
+#[cube]
+pub fn tree8(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda | vulkan | metal | webgpu if plane >= 8 => {
+            let a = v + plane::shuffle_xor::call::<f32>(v, 1u32, target);
+            let b = a + plane::shuffle_xor::call::<f32>(a, 2u32, target);
+            b + plane::shuffle_xor::call::<f32>(b, 4u32, target)
+        },
+        default => portable::tree_sum::<f32>(v, 8u32),
+    }
+}
+
+/// The sum over each aligned group of 32 units, neighbours first, received by every unit of
+/// the group (as [`tree8`]).
+#[islands]
+#[cube]
+pub fn tree32(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda | vulkan | metal | webgpu if plane >= 32 => {
+            let a = v + plane::shuffle_xor::call::<f32>(v, 1u32, target);
+            let b = a + plane::shuffle_xor::call::<f32>(a, 2u32, target);
+            let c = b + plane::shuffle_xor::call::<f32>(b, 4u32, target);
+            let d = c + plane::shuffle_xor::call::<f32>(c, 8u32, target);
+            d + plane::shuffle_xor::call::<f32>(d, 16u32, target)
+        },
+        default => portable::tree_sum::<f32>(v, 32u32),
+    }
+}
+
+/// The units that share one lane sum of `lanes` lanes (8 or 32) on `target`: `lanes` where the
+/// tree's accelerated arm is taken, else 1.
+pub fn units(target: &Target, lanes: u32) -> u32 {
+    let site = match lanes {
+        LANES_8 => island_runtime::sites_of!(tree8)[0],
+        LANES_32 => island_runtime::sites_of!(tree32)[0],
+        _ => return 1,
+    };
+    if matches!(target.explain(site), Selection::Arm(_)) { lanes } else { 1 }
+}
+
+/// The pairwise sum of the first `n` values of `p` (a power of two), neighbours first, in
+/// place; `p[0]` holds it.
+#[cube]
+pub fn fold(p: &mut Array<f32>, #[comptime] n: u32) {
+    #[unroll]
+    for level in 0..comptime!(n.trailing_zeros()) {
+        #[unroll]
+        for j in 0..comptime!((n >> (level + 1)) as usize) {
+            p[j] = p[2 * j] + p[2 * j + 1];
+        }
+    }
+}
+
+/// The lane sum of a group of `width` units (1, or `lanes` as [`units`] gives) sharing
+/// `lanes` lanes, each unit's partials folded already into `own`: the rest of the tree, across
+/// the group.
+#[cube]
+pub fn across(own: f32, #[comptime] lanes: u32, #[comptime] width: u32, #[comptime] target: Target) -> f32 {
+    let mut s = own;
+    if comptime!(width > 1 && lanes == LANES_8) {
+        s = tree8(own, target);
+    } else if comptime!(width > 1) {
+        s = tree32(own, target);
+    }
+    s
+}
