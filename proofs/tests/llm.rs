@@ -58,8 +58,14 @@ fn prompt(model: &Model) -> Result<Vec<u32>, Failed> {
 }
 
 fn run_on(r: RuntimeName, model: &Model, prompt: &[u32]) -> Result<generate::Generation, Failed> {
+    run_with(r, model, prompt, true)
+}
+
+/// [`run_on`], with the fused kernels (`crate::fused`) or without.
+fn run_with(r: RuntimeName, model: &Model, prompt: &[u32], fuse: bool) -> Result<generate::Generation, Failed> {
     let client = r.client()?;
     let mut engine = Engine::new(&client, model, CONTEXT, None)?;
+    engine.set_fusion(fuse);
     Ok(generate::generate(&mut engine, prompt, STEPS, None, |_, _| {})?)
 }
 
@@ -72,7 +78,7 @@ fn agree(what: &str, a: &generate::Generation, b: &generate::Generation) -> Resu
 
 /// Every kernel's order and rounding against their plain-Rust definition, on the real weights
 /// and activations of 7 positions (30 layers each: every op thousands of times, at the model's
-/// shapes), logits compared bit for bit.
+/// shapes), logits compared bit for bit, with the fused kernels and without.
 /// It also shows that the decode step dispatches every op through its cell: each cell the step
 /// needs for this model (its matvecs' quant types, with and without the residual add) was chosen
 /// on the CPU runtime's device during the run (an op launched past its op function would leave
@@ -84,6 +90,9 @@ fn cpu_equals_reference() -> Result<(), Failed> {
     let ours = run_on(RuntimeName::Cpu, model, &prompt)?;
     let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, None, |_, _| {})?;
     agree("the CPU runtime against the reference", &ours, &theirs)?;
+    // Each op and its quantizer as two kernels: the same bits.
+    let unfused = run_with(RuntimeName::Cpu, model, &prompt, false)?;
+    agree("the CPU runtime, unfused, against the reference", &unfused, &theirs)?;
     let mut needed = vec![
         cells::embed::KEY,
         cells::rmsnorm::KEY,
@@ -122,7 +131,9 @@ fn device_equals_cpu(r: RuntimeName) -> Result<(), Failed> {
     let prompt = prompt(model)?;
     let cpu = run_on(RuntimeName::Cpu, model, &prompt)?;
     let device = run_on(r, model, &prompt)?;
-    agree(&format!("`{}` against the CPU runtime", r.as_str()), &device, &cpu)
+    agree(&format!("`{}` against the CPU runtime", r.as_str()), &device, &cpu)?;
+    let unfused = run_with(r, model, &prompt, false)?;
+    agree(&format!("`{}`, unfused, against the CPU runtime", r.as_str()), &unfused, &cpu)
 }
 
 /// Texts whose byte-level BPE pieces are known: whole words with their space marker `Ġ`, a

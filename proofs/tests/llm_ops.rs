@@ -41,7 +41,7 @@ const SHAPE: AttnShape = AttnShape { heads: 9, kv_heads: 3, context: 64 };
 type Check = fn(&cubecl::prelude::Client, Target) -> Result<(), Failed>;
 
 pub fn trials() -> Vec<Trial> {
-    let checks: [(&str, Check); 8] = [
+    let checks: [(&str, Check); 10] = [
         ("rmsnorm", rmsnorm),
         ("matvec_q8_0", |c, t| matvec(c, t, QuantType::Q8_0)),
         ("matvec_q4_1", |c, t| matvec(c, t, QuantType::Q4_1)),
@@ -50,6 +50,8 @@ pub fn trials() -> Vec<Trial> {
         ("softmax", softmax),
         ("attend", attend),
         ("swiglu", swiglu),
+        ("norm_quant", norm_quant),
+        ("swiglu_quant", swiglu_quant),
     ];
     let mut runtimes = vec![RuntimeName::Cpu];
     runtimes.extend(proofs::conformance_runtimes().unwrap_or_default());
@@ -369,4 +371,76 @@ fn swiglu(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed
     decides("g · u / (1 + exp(−g))", &want, &reordered)?;
     let gate_up: Vec<f32> = gate.iter().chain(&up).copied().collect();
     same_bits("swiglu", &ops::swiglu_all(client, target, &gate_up)?, &want)
+}
+
+/// The quantized words and scales `got` against `want`, word by word and scale by scale.
+fn same_quantized(what: &str, got: &(Vec<i32>, Vec<f32>), want: &(Vec<i32>, Vec<f32>)) -> Result<(), Failed> {
+    if let Some(i) = (0..want.0.len()).find(|&i| got.0.get(i) != Some(&want.0[i])) {
+        return Err(format!(
+            "{what}: word {i} is {:#010x}, the reference's {:#010x}",
+            got.0.get(i).copied().unwrap_or(0),
+            want.0[i]
+        )
+        .into());
+    }
+    same_bits(&format!("{what}: the block scales"), &got.1, &want.1)
+}
+
+/// The quantized words of `x` with each block's maximum taken over its first word only: what
+/// a block maximum that is not shared across the block's units gives.
+fn first_word_maxima(x: &[f32]) -> Vec<i32> {
+    let mut out = Vec::new();
+    for block in x.chunks_exact(32) {
+        let amax = block[..4].iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        for w in block.chunks_exact(4) {
+            let q: Vec<u8> = w.iter().map(|&v| if amax == 0.0 { 0 } else { (v / d).round() as i32 as u8 }).collect();
+            out.push(i32::from_le_bytes([q[0], q[1], q[2], q[3]]));
+        }
+    }
+    out
+}
+
+/// RMSNorm fused with the quantizer, on the RMSNorm check's rows (wide magnitudes, overflowing
+/// squares, subnormals, zeros, constant rows): the words and scales of the unfused pair.
+fn norm_quant(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
+    let n = CONFIG.dim;
+    let mut rng = Rng::new(0x5eed_0008);
+    let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
+    let mut rows: Vec<Vec<f32>> =
+        (0..6).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
+    rows.push(vec![0.0; n]);
+    rows.push((0..n).map(|i| if i % 2 == 0 { -0.0 } else { rng.wide(1) }).collect());
+    rows.push((0..n).map(|i| if i / 32 == 3 { 0.0 } else { rng.wide(3) }).collect()); // a block of zeros
+    rows.push((0..n).map(|i| if i == 7 { 3e19 } else { rng.wide(3) }).collect());
+    for (k, x) in rows.iter().enumerate() {
+        let h = r::rmsnorm(x, &w, CONFIG.eps);
+        let want = r::quantize(&h);
+        if k < 6 {
+            decides_words("a block's maximum over its first word", &want.0, &first_word_maxima(&h))?;
+        }
+        same_quantized(&format!("norm_quant, row {k}"), &ops::norm_quant(client, target, x, &w, CONFIG.eps)?, &want)?;
+    }
+    Ok(())
+}
+
+/// SwiGLU fused with the quantizer, on the SwiGLU check's pairs: the words and scales of the
+/// unfused pair.
+fn swiglu_quant(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
+    let mut rng = Rng::new(0x5eed_0009);
+    let n = CONFIG.ffn;
+    let (gate, up) = swiglu_pairs(n, &mut rng);
+    let a: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| r::swiglu(g, u)).collect();
+    let want = r::quantize(&a);
+    decides_words("a block's maximum over its first word", &want.0, &first_word_maxima(&a))?;
+    let gate_up: Vec<f32> = gate.iter().chain(&up).copied().collect();
+    same_quantized("swiglu_quant", &ops::swiglu_quant(client, target, &gate_up)?, &want)
+}
+
+/// The inputs decide `what`: the variant's words differ from the reference's somewhere.
+fn decides_words(what: &str, reference: &[i32], variant: &[i32]) -> Result<(), Failed> {
+    if reference == variant {
+        return Err(format!("the inputs cannot fail the check: {what} gives the reference's words").into());
+    }
+    Ok(())
 }

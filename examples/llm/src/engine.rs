@@ -3,13 +3,15 @@
 //!
 //! What changes from one step to the next (the token, its position) lives in a small device
 //! buffer ([`slots`]) that the host writes before the step; every launch of a step is the same
-//! launch at every position. Where the runtime records graphs (CUDA), the first step's launches
+//! launch at every position. Where the runtime records graphs (CUDA, wgpu), the first step's launches
 //! are recorded once, the layers and the logits head apart, and replayed at every later step:
 //! the same kernels on the same buffers, without CubeCL's host cost per launch.
 
 use crate::cells;
 use crate::error::LlmError;
+use crate::fused;
 use crate::kernels::{AttnShape, MatvecShape, slots};
+use crate::lanes;
 use crate::quant::{BLOCK, QuantMatrix};
 use crate::rope::rope_tables;
 use crate::weights::{Config, Model};
@@ -108,6 +110,9 @@ pub struct Engine {
     ffn_params: Handle,
     /// Positions filled so far.
     pos: usize,
+    /// Whether an op and the quantizer after it run as one kernel where their cells run twins
+    /// ([`crate::fused`]).
+    fuse: bool,
 }
 
 fn f32s(client: &Client, v: &[f32]) -> Handle {
@@ -176,6 +181,7 @@ impl Engine {
             scratch,
             ffn_params: client.create_from_slice(u32::as_bytes(&[c.ffn as u32])),
             pos: 0,
+            fuse: true,
         })
     }
 
@@ -200,6 +206,14 @@ impl Engine {
         for r in &mut self.replays {
             *r = if on { Replay::Untried } else { Replay::Launched("replay turned off".into()) };
         }
+    }
+
+    /// Runs each op and the activation quantizer after it as separate kernels (`false`),
+    /// instead of one fused kernel where both cells run their twins (`true`, the default).
+    /// Both compute the same bits. Call it before the first step: a recorded step keeps what
+    /// it recorded.
+    pub fn set_fusion(&mut self, on: bool) {
+        self.fuse = on;
     }
 
     /// How each part of a step ran at the last step: `"replayed"`, or `"launched: why"`.
@@ -299,8 +313,7 @@ impl Engine {
         let c = self.config;
         let (client, t, sc) = (&self.client, self.target, &self.scratch);
         if part == Part::Head {
-            self.norm(&sc.x, &self.output_norm, &sc.h)?;
-            return self.matvec(&self.embedding, &sc.h, c.dim, &sc.logits);
+            return self.norm_matvec(&self.output_norm, &self.embedding, &sc.logits);
         }
         let kv = c.kv_dim();
         let attn = AttnShape { heads: c.heads, kv_heads: c.kv_heads, context: self.context };
@@ -313,8 +326,7 @@ impl Engine {
             // The layer's caches in the state: keys from `keys`, values from `values`.
             let keys = c.dim + l * self.context * kv;
             let values = keys + cache;
-            self.norm(&sc.x, &layer.attn_norm, &sc.h)?;
-            self.matvec(&layer.qkv, &sc.h, c.dim, &sc.qkv)?;
+            self.norm_matvec(&layer.attn_norm, &layer.qkv, &sc.qkv)?;
             let bufs = [&sc.qkv, &sc.state, &self.cos, &self.sin, &sc.step];
             cells::rope::rope(client, attn, bufs, pos, [keys, values], t).map_err(runtime)?;
             cells::attention::scores(client, attn, [&sc.state, &sc.s, &sc.step], n, keys, t).map_err(runtime)?;
@@ -322,12 +334,49 @@ impl Engine {
             let bufs = [&sc.s, &sc.state, &sc.att, &sc.step];
             cells::attention::attend(client, attn, bufs, n, values, t).map_err(runtime)?;
             self.matvec(&layer.out, &sc.att, c.dim, &sc.x)?;
-            self.norm(&sc.x, &layer.ffn_norm, &sc.h)?;
-            self.matvec(&layer.gate_up, &sc.h, c.dim, &sc.gate_up)?;
-            cells::swiglu::swiglu(client, c.ffn, &sc.gate_up, &sc.a, &self.ffn_params, t).map_err(runtime)?;
-            self.matvec(&layer.down, &sc.a, c.ffn, &sc.x)?;
+            self.norm_matvec(&layer.ffn_norm, &layer.gate_up, &sc.gate_up)?;
+            self.swiglu_matvec(&layer.down)?;
         }
         Ok(())
+    }
+
+    /// `y = m·q8_1(rmsnorm(x, w))` of the residual stream `x`: one fused kernel and the product
+    /// where both cells run their twins, else the two cells' candidates apart.
+    fn norm_matvec(&self, w: &Handle, m: &DeviceMatrix, y: &Handle) -> Result<(), LlmError> {
+        let (c, sc) = (self.config, &self.scratch);
+        let shape = MatvecShape { blocks: c.dim / BLOCK, ..m.shape };
+        if self.fuse
+            && let Some(tn) = cells::twin_target(&self.client, &cells::rmsnorm::KEY, self.target).map_err(runtime)?
+            && let Some(tm) =
+                cells::twin_target(&self.client, &cells::matvec::key_of(&shape), self.target).map_err(runtime)?
+        {
+            fused::launch_norm_quant(&self.client, c.dim, c.eps, [&sc.x, w, &sc.xq, &sc.xd], tn);
+            cells::matvec::launch_product(&self.client, shape, [&m.words, &m.scales, &m.mins, &sc.xq, &sc.xd, y], tm);
+            return Ok(());
+        }
+        self.norm(&sc.x, w, &sc.h)?;
+        self.matvec(m, &sc.h, c.dim, y)
+    }
+
+    /// `x += down·q8_1(swiglu(gate_up))`: one fused kernel and the product where both cells run
+    /// their twins and a block's maximum is a plane exchange (on the CPU runtime each unit would
+    /// compute its whole block's 32 SwiGLUs), else the two cells' candidates apart.
+    fn swiglu_matvec(&self, down: &DeviceMatrix) -> Result<(), LlmError> {
+        let (c, sc, client) = (self.config, &self.scratch, &self.client);
+        let shape = MatvecShape { blocks: c.ffn / BLOCK, ..down.shape };
+        if self.fuse
+            && lanes::block_units(&self.target) == 8
+            && let Some(ts) = cells::twin_target(client, &cells::SWIGLU_KEY, self.target).map_err(runtime)?
+            && let Some(tm) =
+                cells::twin_target(client, &cells::matvec::key_of(&shape), self.target).map_err(runtime)?
+        {
+            fused::launch_swiglu_quant(client, c.ffn, [&sc.gate_up, &sc.xq, &sc.xd], ts);
+            let bufs = [&down.words, &down.scales, &down.mins, &sc.xq, &sc.xd, &sc.x];
+            cells::matvec::launch_product(client, shape, bufs, tm);
+            return Ok(());
+        }
+        cells::swiglu::swiglu(client, c.ffn, &sc.gate_up, &sc.a, &self.ffn_params, self.target).map_err(runtime)?;
+        self.matvec(down, &sc.a, c.ffn, &sc.x)
     }
 
     /// RMSNorm of `x` with `w` into `y`, with the candidate of the RMSNorm cell the device's

@@ -177,9 +177,19 @@ pub fn block_term(
 #[cube(launch)]
 pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usize, #[comptime] width: u32) {
     let i = ABSOLUTE_POS;
+    let inv = inv_rms(x, eps, n, width, target);
+    if i < n {
+        y[i] = x[i] * inv * w[i];
+    }
+}
+
+/// `1 / sqrt(ss / n + eps)` of `x`'s `n` values, `ss` their squares' lane sum on [`LANES_32`]
+/// lanes, shared by each aligned group of `width` units (all of which must call it).
+#[cube]
+pub fn inv_rms(x: &[f32], eps: f32, #[comptime] n: usize, #[comptime] width: u32, #[comptime] target: Target) -> f32 {
     let units = comptime!(width as usize);
     let per = comptime!((LANES_32 / width) as usize);
-    let first = i % units * per;
+    let first = ABSOLUTE_POS % units * per;
     let mut p = Array::<f32>::new(per);
     for k in 0..per {
         let lane = first + k;
@@ -203,11 +213,8 @@ pub fn rmsnorm(x: &[f32], w: &[f32], y: &mut [f32], eps: f32, #[comptime] n: usi
     }
     lanes::fold(&mut p, comptime!(per as u32));
     let ss = lanes::across(p[0], LANES_32, width, target);
-    if i < n {
-        let mean = exact::div(ss, n as f32, target);
-        let inv = exact::div(1.0f32, exact::sqrt(mean + eps, target), target);
-        y[i] = x[i] * inv * w[i];
-    }
+    let mean = exact::div(ss, n as f32, target);
+    exact::div(1.0f32, exact::sqrt(mean + eps, target), target)
 }
 
 /// Row `token` of a Q8_0 matrix (`rows × cols`, k-major words read as `i32`), dequantized:
@@ -426,7 +433,13 @@ pub fn attend(
 pub fn swiglu(gate_up: &[f32], a: &mut [f32], #[comptime] n: usize) {
     let i = ABSOLUTE_POS;
     if i < n {
-        let g = flush(gate_up[i]);
-        a[i] = flush(exact::div(g, 1.0f32 + exp(-g, target), target) * flush(gate_up[n + i]));
+        a[i] = swiglu_value(gate_up, i, n, target);
     }
+}
+
+/// [`swiglu`]'s value `i`.
+#[cube]
+pub fn swiglu_value(gate_up: &[f32], i: usize, #[comptime] n: usize, #[comptime] target: Target) -> f32 {
+    let g = flush(gate_up[i]);
+    flush(exact::div(g, 1.0f32 + exp(-g, target), target) * flush(gate_up[n + i]))
 }

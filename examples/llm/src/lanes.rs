@@ -61,6 +61,25 @@ pub fn tree32(v: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
+/// The maximum over each aligned group of 8 units ([`portable::max_signed_zero`] at each
+/// step, neighbours first), received by every unit of the group: a quantization block's
+/// maximum magnitude, where each of its 8 units holds four of its values. A maximum of
+/// magnitudes does not depend on its order, so this is the bits of one unit's maximum over the
+/// whole block. Every unit of the cube must call it (`default` synchronises the cube).
+#[islands]
+#[cube]
+pub fn max8(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32) -> f32, cube_dim = 64;
+        cuda | vulkan | metal | webgpu if plane >= 8 => {
+            let a = portable::max_signed_zero::<f32>(v, plane::shuffle_xor::call::<f32>(v, 1u32, target));
+            let b = portable::max_signed_zero::<f32>(a, plane::shuffle_xor::call::<f32>(a, 2u32, target));
+            portable::max_signed_zero::<f32>(b, plane::shuffle_xor::call::<f32>(b, 4u32, target))
+        },
+        default => portable::tree_max::<f32>(v, 8u32),
+    }
+}
+
 /// The units that share one lane sum of `lanes` lanes (8 or 32) on `target`: `lanes` where the
 /// tree's accelerated arm is taken, else 1.
 pub fn units(target: &Target, lanes: u32) -> u32 {
@@ -70,6 +89,12 @@ pub fn units(target: &Target, lanes: u32) -> u32 {
         _ => return 1,
     };
     if matches!(target.explain(site), Selection::Arm(_)) { lanes } else { 1 }
+}
+
+/// The units that share one quantization block's maximum on `target`: 8 (one a word) where
+/// [`max8`]'s accelerated arm is taken, else 1 (each unit computes the whole block).
+pub fn block_units(target: &Target) -> u32 {
+    if matches!(target.explain(island_runtime::sites_of!(max8)[0]), Selection::Arm(_)) { 8 } else { 1 }
 }
 
 /// The pairwise sum of the first `n` values of `p` (a power of two), neighbours first, in

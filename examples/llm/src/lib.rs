@@ -7,7 +7,7 @@
 //!   kernels' layout.
 //! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
 //! - [`kernels`]: every op of the forward pass; [`lanes`]: the fixed order of their long sums;
-//!   [`math`]: the engine's `exp`.
+//!   [`fused`]: an op and the quantizer after it in one kernel; [`math`]: the engine's `exp`.
 //! - [`engine`]: the forward pass on a device, with a KV cache; [`ops`]: each kernel launched
 //!   alone on host values, for the kernel-level checks, on inputs from [`deciding`].
 //! - [`cells`]: every op of the decode step as a cell of "verify, then delete", which the engine
@@ -26,6 +26,7 @@ pub mod deciding;
 pub mod engine;
 pub mod error;
 pub mod float_reference;
+pub mod fused;
 pub mod generate;
 pub mod gguf;
 pub mod incumbents;

@@ -67,6 +67,10 @@ struct Args {
     /// launches where the runtime records graphs (CUDA). The bytes are the same.
     #[arg(long)]
     eager: bool,
+    /// Run each op and the activation quantizer after it as two kernels, instead of one fused
+    /// kernel where both cells run their twins. The bytes are the same.
+    #[arg(long)]
+    unfused: bool,
 }
 
 fn parse_runtime(name: &str) -> Result<RuntimeName, String> {
@@ -136,6 +140,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     let client = args.runtime.client().map_err(|e| LlmError::Runtime(e.to_string()))?;
     let mut engine = Engine::new(&client, &model, args.context, None)?;
     engine.set_replay(!args.eager);
+    engine.set_fusion(!args.unfused);
     println!(
         "model: {} ({} layers, dim {}, vocabulary {})",
         path.display(),

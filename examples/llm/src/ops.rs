@@ -41,6 +41,12 @@ impl<'a> Launch<'a> {
         (self.client.create_from_slice(u32::as_bytes(&v)), v.len())
     }
 
+    fn read_i32(&self, h: &(Handle, usize)) -> Result<Vec<i32>, LlmError> {
+        let bytes =
+            island_runtime::readback::read(self.client, h.0.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
+        Ok(i32::from_bytes(&bytes)[..h.1].to_vec())
+    }
+
     fn read(&self, h: &(Handle, usize)) -> Result<Vec<f32>, LlmError> {
         let bytes =
             island_runtime::readback::read(self.client, h.0.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
@@ -224,4 +230,31 @@ pub fn swiglu_all(client: &Client, target: Target, gate_up: &[f32]) -> Result<Ve
     let (count, dim) = grid(n, UNITS);
     swiglu::launch_with(client, count, dim, arg(&gb), arg(&ab), n, l.target);
     l.read(&ab)
+}
+
+/// [`crate::fused::norm_quant`] of `x` with `w`: the quantized words and block scales.
+pub fn norm_quant(
+    client: &Client,
+    target: Target,
+    x: &[f32],
+    w: &[f32],
+    eps: f32,
+) -> Result<(Vec<i32>, Vec<f32>), LlmError> {
+    let l = Launch::new(client, target);
+    let n = x.len();
+    let (xb, wb) = (l.f32s(x), l.f32s(w));
+    let (xq, xd) = (l.i32s(&vec![0; n / 4]), l.f32s(&vec![0.0; n / 32]));
+    crate::fused::launch_norm_quant(client, n, eps, [&xb.0, &wb.0, &xq.0, &xd.0], target);
+    Ok((l.read_i32(&xq)?, l.read(&xd)?))
+}
+
+/// [`crate::fused::swiglu_quant`] of `gate_up` (`gate`, `up` stacked): the quantized words
+/// and block scales.
+pub fn swiglu_quant(client: &Client, target: Target, gate_up: &[f32]) -> Result<(Vec<i32>, Vec<f32>), LlmError> {
+    let l = Launch::new(client, target);
+    let n = gate_up.len() / 2;
+    let gb = l.f32s(gate_up);
+    let (xq, xd) = (l.i32s(&vec![0; n / 4]), l.f32s(&vec![0.0; n / 32]));
+    crate::fused::launch_swiglu_quant(client, n, [&gb.0, &xq.0, &xd.0], target);
+    Ok((l.read_i32(&xq)?, l.read(&xd)?))
 }

@@ -24,7 +24,7 @@ pub struct Reference<'m> {
 }
 
 /// Activations quantized per block of 32 as the quantizer kernel does: 8 words and a scale a block.
-fn quantize(x: &[f32]) -> (Vec<i32>, Vec<f32>) {
+pub fn quantize(x: &[f32]) -> (Vec<i32>, Vec<f32>) {
     let (mut xq, mut xd) = (Vec::with_capacity(x.len() / 4), Vec::with_capacity(x.len() / BLOCK));
     for block in x.chunks_exact(BLOCK) {
         let (d, q) = quantize_block(block);

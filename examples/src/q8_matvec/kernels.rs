@@ -44,7 +44,7 @@ fn weight(wq: &[Vector<i32, Const<4>>], index: usize, #[comptime] tag: Option<Ta
 /// `round(v)`, half away from zero (C's `roundf`), exactly: `v - floor(|v|)` is exact, so no
 /// `+ 0.5` rounding can creep in.
 #[cube]
-fn round_half_away(v: f32) -> i32 {
+pub fn round_half_away(v: f32) -> i32 {
     let a = v.abs();
     let t = a.floor();
     let mut r = i32::cast_from(t);

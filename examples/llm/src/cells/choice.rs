@@ -59,6 +59,17 @@ pub(crate) fn run_choice(
     }
 }
 
+/// The tag the twin of `key` runs with on `client`'s device (`target`, or `default` in every
+/// island where the choice forces it), or `None` where the device's record selects an
+/// incumbent: what a fused kernel that stands for the twins of several cells runs with.
+pub fn twin_target(client: &Client, key: &CellKey, target: Target) -> Result<Option<Target>, CellError> {
+    let choice = dispatch::choose(client, key)?;
+    Ok(match choice {
+        Choice::Twin(forced) => Some(if choice.name() == "default" { forced } else { target }),
+        Choice::Incumbent(_) => None,
+    })
+}
+
 /// A `u32` buffer of an incumbent's scalars.
 pub(crate) fn scalars(client: &Client, values: &[u32]) -> Handle {
     client.create_from_slice(u32::as_bytes(values))

@@ -177,7 +177,6 @@ pub fn launch_twin(client: &Client, shape: MatvecShape, bufs: [&Handle; 7], targ
     let [w, d, m, x, xq, xd, y] = bufs;
     let cols = shape.blocks * BLOCK;
     let words = cols / 4;
-    let mins = if shape.ty == QuantType::Q4_1 { shape.rows * shape.blocks } else { 1 };
     let (count, dim) = grid(words, QUANT_UNITS);
     // SAFETY: the callers allocate each buffer with at least the element count given here (the
     // engine in `Engine::new`, the gate from the cell's sizes).
@@ -192,6 +191,18 @@ pub fn launch_twin(client: &Client, shape: MatvecShape, bufs: [&Handle; 7], targ
             words,
             target,
         );
+    }
+    launch_product(client, shape, [w, d, m, xq, xd, y], target);
+}
+
+/// The engine's [`qmatvec`] alone with `target`, on activations already quantized (`xq`, `xd`:
+/// by the quantizer, or by a fused kernel of [`crate::fused`]): `bufs` are the words, scales,
+/// minima, quantized activations, their scales and the output.
+pub fn launch_product(client: &Client, shape: MatvecShape, bufs: [&Handle; 6], target: Target) {
+    let [w, d, m, xq, xd, y] = bufs;
+    let mins = if shape.ty == QuantType::Q4_1 { shape.rows * shape.blocks } else { 1 };
+    // SAFETY: as in `launch_twin`.
+    unsafe {
         let width = lanes::units(&target, LANES_8);
         let (count, dim) = grid(shape.rows * width as usize, UNITS);
         qmatvec::launch_with(

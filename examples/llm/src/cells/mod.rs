@@ -25,6 +25,6 @@ pub mod rmsnorm;
 pub mod rope;
 pub mod swiglu;
 
-pub use choice::incumbent_launches;
+pub use choice::{incumbent_launches, twin_target};
 pub use matvec::{MATVEC_Q4_1, MATVEC_Q8_0, key, launch_choice, launch_twin};
 pub use swiglu::{SWIGLU, SWIGLU_KEY};
