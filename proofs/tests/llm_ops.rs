@@ -123,14 +123,12 @@ fn decides(what: &str, reference: &[f32], variant: &[f32]) -> Result<(), Failed>
     }
 }
 
-/// RMSNorm on 32 rows: wide magnitudes (order of the squares decides), values whose squares
-/// overflow, subnormals, zeros, and rows of one repeated value.
-fn rmsnorm(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
-    let n = CONFIG.dim;
-    let mut rng = Rng::new(0x5eed_0001);
-    let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
+/// `random` rows of `n` wide values (the order of their squares decides), then rows whose
+/// squares overflow, subnormals, zeros of both signs, constant rows, a ramp through zero and
+/// values over sixty binades.
+fn norm_rows(rng: &mut Rng, n: usize, random: usize) -> Vec<Vec<f32>> {
     let mut rows: Vec<Vec<f32>> =
-        (0..24).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
+        (0..random).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
     rows.push((0..n).map(|i| if i == 7 { 3e19 } else { rng.wide(3) }).collect()); // a square overflows
     rows.push((0..n).map(|_| rng.wide(3) * 1e-40).collect()); // subnormals
     rows.push(vec![0.0; n]);
@@ -139,6 +137,16 @@ fn rmsnorm(client: &cubecl::prelude::Client, target: Target) -> Result<(), Faile
     rows.push(vec![-1e-3; n]);
     rows.push((0..n).map(|i| (i as f32 - 288.0) * 0.125).collect());
     rows.push((0..n).map(|_| rng.wide(60)).collect());
+    rows
+}
+
+/// RMSNorm on 32 rows: wide magnitudes (order of the squares decides), values whose squares
+/// overflow, subnormals, zeros, and rows of one repeated value.
+fn rmsnorm(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
+    let n = CONFIG.dim;
+    let mut rng = Rng::new(0x5eed_0001);
+    let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
+    let rows = norm_rows(&mut rng, n, 24);
     let want: Vec<Vec<f32>> = rows.iter().map(|x| r::rmsnorm(x, &w, CONFIG.eps)).collect();
     let reversed: Vec<f32> = rows
         .iter()
@@ -401,18 +409,14 @@ fn first_word_maxima(x: &[f32]) -> Vec<i32> {
     out
 }
 
-/// RMSNorm fused with the quantizer, on the RMSNorm check's rows (wide magnitudes, overflowing
-/// squares, subnormals, zeros, constant rows): the words and scales of the unfused pair.
+/// RMSNorm fused with the quantizer, on rows built as the RMSNorm check's ([`norm_rows`], six
+/// random) and one with a block of zeros: the words and scales of the unfused pair.
 fn norm_quant(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
     let n = CONFIG.dim;
     let mut rng = Rng::new(0x5eed_0008);
     let w: Vec<f32> = (0..n).map(|_| rng.wide(2)).collect();
-    let mut rows: Vec<Vec<f32>> =
-        (0..6).map(|i| (0..n).map(|_| rng.wide(if i % 2 == 0 { 3 } else { 20 })).collect()).collect();
-    rows.push(vec![0.0; n]);
-    rows.push((0..n).map(|i| if i % 2 == 0 { -0.0 } else { rng.wide(1) }).collect());
+    let mut rows = norm_rows(&mut rng, n, 6);
     rows.push((0..n).map(|i| if i / 32 == 3 { 0.0 } else { rng.wide(3) }).collect()); // a block of zeros
-    rows.push((0..n).map(|i| if i == 7 { 3e19 } else { rng.wide(3) }).collect());
     for (k, x) in rows.iter().enumerate() {
         let h = r::rmsnorm(x, &w, CONFIG.eps);
         let want = r::quantize(&h);

@@ -271,29 +271,26 @@ impl Engine {
             return self.launch(part, token);
         }
         let incumbents = cells::incumbent_launches();
-        let warm = self.launch(part, token);
-        let recorded = match warm {
-            Ok(()) => match self.client.start_capture() {
-                Ok(()) => {
-                    let launched = self.launch(part, token);
-                    match (launched, self.client.stop_capture()) {
-                        (Ok(()), Ok(graph)) => Ok(graph),
-                        (Err(e), _) => Err(e.to_string()),
-                        (_, Err(e)) => Err(e.to_string()),
-                    }
+        if let Err(e) = self.launch(part, token) {
+            // The capture stays prepared until it is stopped.
+            let _ = self.client.stop_capture();
+            return Err(e);
+        }
+        let recorded = match self.client.start_capture() {
+            Ok(()) => {
+                let launched = self.launch(part, token);
+                match (launched, self.client.stop_capture()) {
+                    (Ok(()), Ok(graph)) => Ok(graph),
+                    (Err(e), _) => Err(e.to_string()),
+                    (_, Err(e)) => Err(e.to_string()),
                 }
-                Err(e) => {
-                    // Refused up front: the capture stays prepared until it is stopped.
-                    let _ = self.client.stop_capture();
-                    Err(e.to_string())
-                }
-            },
-            Err(_) => {
+            }
+            Err(e) => {
+                // Refused up front: the capture stays prepared until it is stopped.
                 let _ = self.client.stop_capture();
-                Err(String::new())
+                Err(e.to_string())
             }
         };
-        warm?;
         self.replays[i] = match recorded {
             Ok(_) if cells::incumbent_launches() != incumbents => {
                 Replay::Launched("an incumbent kernel runs in it, with scalars built per step".into())

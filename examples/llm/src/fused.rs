@@ -40,12 +40,17 @@ pub fn norm_quant(
     let word = min(ABSOLUTE_POS, words - 1);
     let inv = inv_rms(x, eps, n, width, target);
     let b = word / 8;
+    let mut v = Array::<f32>::new(4usize);
     let mut amax = 0.0f32;
+    #[unroll]
+    for j in 0..4usize {
+        let i = 4 * word + j;
+        v[j] = x[i] * inv * w[i];
+    }
     if comptime!(block == 8) {
         #[unroll]
         for j in 0..4usize {
-            let i = 4 * word + j;
-            amax = max(amax, (x[i] * inv * w[i]).abs());
+            amax = max(amax, v[j].abs());
         }
         amax = lanes::max8(amax, target);
     } else {
@@ -54,12 +59,6 @@ pub fn norm_quant(
         }
     }
     if ABSOLUTE_POS < words {
-        let mut v = Array::<f32>::new(4usize);
-        #[unroll]
-        for j in 0..4usize {
-            let i = 4 * word + j;
-            v[j] = x[i] * inv * w[i];
-        }
         pack(v, amax, word, xq, xd, target);
     }
 }

@@ -41,16 +41,10 @@ impl<'a> Launch<'a> {
         (self.client.create_from_slice(u32::as_bytes(&v)), v.len())
     }
 
-    fn read_i32(&self, h: &(Handle, usize)) -> Result<Vec<i32>, LlmError> {
+    fn read<T: CubeElement>(&self, h: &(Handle, usize)) -> Result<Vec<T>, LlmError> {
         let bytes =
             island_runtime::readback::read(self.client, h.0.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
-        Ok(i32::from_bytes(&bytes)[..h.1].to_vec())
-    }
-
-    fn read(&self, h: &(Handle, usize)) -> Result<Vec<f32>, LlmError> {
-        let bytes =
-            island_runtime::readback::read(self.client, h.0.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
-        Ok(f32::from_bytes(&bytes)[..h.1].to_vec())
+        Ok(T::from_bytes(&bytes)[..h.1].to_vec())
     }
 }
 
@@ -245,7 +239,7 @@ pub fn norm_quant(
     let (xb, wb) = (l.f32s(x), l.f32s(w));
     let (xq, xd) = (l.i32s(&vec![0; n / 4]), l.f32s(&vec![0.0; n / 32]));
     crate::fused::launch_norm_quant(client, n, eps, [&xb.0, &wb.0, &xq.0, &xd.0], target);
-    Ok((l.read_i32(&xq)?, l.read(&xd)?))
+    Ok((l.read(&xq)?, l.read(&xd)?))
 }
 
 /// [`crate::fused::swiglu_quant`] of `gate_up` (`gate`, `up` stacked): the quantized words
@@ -256,5 +250,5 @@ pub fn swiglu_quant(client: &Client, target: Target, gate_up: &[f32]) -> Result<
     let gb = l.f32s(gate_up);
     let (xq, xd) = (l.i32s(&vec![0; n / 4]), l.f32s(&vec![0.0; n / 32]));
     crate::fused::launch_swiglu_quant(client, n, [&gb.0, &xq.0, &xd.0], target);
-    Ok((l.read_i32(&xq)?, l.read(&xd)?))
+    Ok((l.read(&xq)?, l.read(&xd)?))
 }

@@ -48,7 +48,7 @@ pub(crate) fn run_choice(
 ) -> Result<(), CellError> {
     match choice {
         Choice::Twin(forced) => {
-            twin(if choice.name() == "default" { forced } else { target });
+            twin(twin_tag(&choice, forced, target));
             Ok(())
         }
         Choice::Incumbent(inc) => {
@@ -65,9 +65,15 @@ pub(crate) fn run_choice(
 pub fn twin_target(client: &Client, key: &CellKey, target: Target) -> Result<Option<Target>, CellError> {
     let choice = dispatch::choose(client, key)?;
     Ok(match choice {
-        Choice::Twin(forced) => Some(if choice.name() == "default" { forced } else { target }),
+        Choice::Twin(forced) => Some(twin_tag(&choice, forced, target)),
         Choice::Incumbent(_) => None,
     })
+}
+
+/// The tag a twin chosen by `choice` runs with: `forced` (`default` in every island) where the
+/// choice forced `default`, else the engine's `target`.
+fn twin_tag(choice: &Choice, forced: Target, target: Target) -> Target {
+    if choice.name() == "default" { forced } else { target }
 }
 
 /// A `u32` buffer of an incumbent's scalars.
