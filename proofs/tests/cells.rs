@@ -150,7 +150,7 @@ fn dispatched() -> Result<(), Failed> {
             cells::launch_choice(
                 choice,
                 &cpu,
-                ms,
+                (ms, 1),
                 [&h[0], &h[1], &h[2], &h[3], &xq, &xd, &y],
                 &h[4],
                 Target::for_client(&cpu),

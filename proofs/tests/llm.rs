@@ -1,6 +1,8 @@
 //! The model engine (`examples/llm`) end to end: on the CPU runtime its logits equal the
-//! plain-Rust reference's bit for bit (every op dispatched through its cell), on every device runtime of the conformance list they equal
-//! the CPU runtime's, and a bad model file or recorded run is an error that names it.
+//! plain-Rust reference's bit for bit (every op dispatched through its cell), on every device
+//! runtime of the conformance list they equal the CPU runtime's, a prompt gives every token the
+//! reference's logits whether it runs in one batch, in batches or one token a step, and a bad
+//! model file or recorded run is an error that names it.
 
 use island_llm::cells;
 use island_llm::generate::{self, Agreement};
@@ -17,16 +19,26 @@ use std::sync::OnceLock;
 const PROMPT: &str = "The three primary colors are";
 const STEPS: usize = 3;
 const CONTEXT: usize = 16;
+/// Prompt tokens a pass: the prompt runs in batches of 4, then 1.
+const BATCH: usize = 4;
 
 pub fn trials() -> Vec<Trial> {
     let mut trials = vec![
         Trial::test("examples::llm::cpu_runtime_logits_equal_the_reference", cpu_equals_reference)
             .with_kind(proofs::MODEL),
     ];
+    trials.push(
+        Trial::test("examples::llm::cpu_prompt_batches_give_every_token_the_reference_logits", || {
+            batches_equal_reference(RuntimeName::Cpu)
+        })
+        .with_kind(proofs::MODEL),
+    );
     if let Ok(runtimes) = proofs::conformance_runtimes() {
         for r in runtimes {
             let name = format!("examples::llm::{}_logits_equal_the_cpu_runtime", r.as_str());
             trials.push(Trial::test(name, move || device_equals_cpu(r)).with_kind(proofs::MODEL));
+            let name = format!("examples::llm::{}_prompt_batches_give_every_token_the_reference_logits", r.as_str());
+            trials.push(Trial::test(name, move || batches_equal_reference(r)).with_kind(proofs::MODEL));
         }
     }
     trials.extend(
@@ -64,7 +76,7 @@ fn run_on(r: RuntimeName, model: &Model, prompt: &[u32]) -> Result<generate::Gen
 /// [`run_on`], with the fused kernels (`crate::fused`) or without.
 fn run_with(r: RuntimeName, model: &Model, prompt: &[u32], fuse: bool) -> Result<generate::Generation, Failed> {
     let client = r.client()?;
-    let mut engine = Engine::new(&client, model, CONTEXT, None)?;
+    let mut engine = Engine::new(&client, model, (CONTEXT, BATCH), None)?;
     engine.set_fusion(fuse);
     Ok(generate::generate(&mut engine, prompt, STEPS, None, |_, _| {})?)
 }
@@ -124,6 +136,79 @@ fn cpu_equals_reference() -> Result<(), Failed> {
     } else {
         Err(format!("cells the engine registers but its step never needs: {unknown:?}").into())
     }
+}
+
+/// A prompt's tokens and, for each, the logits after it.
+type PromptLogits = (Vec<u32>, Vec<Vec<f32>>);
+
+/// A prompt with a chat template's control tokens and a number: every token's logits from the
+/// plain-Rust reference (one token a step), once.
+fn batch_case() -> Result<&'static PromptLogits, Failed> {
+    static CASE: OnceLock<Result<PromptLogits, String>> = OnceLock::new();
+    CASE.get_or_init(|| {
+        let model = model().map_err(|e| format!("{e:?}"))?;
+        let tok = Tok::new(&model.vocab).map_err(|e| e.to_string())?;
+        let prompt = tok.encode("<|im_start|>user\nName 3 primary colors.<|im_end|>\n").map_err(|e| e.to_string())?;
+        let mut r = Reference::new(model, CONTEXT + 8);
+        let logits = prompt.iter().map(|&t| r.step(t, true).expect("logits were asked for")).collect();
+        Ok((prompt, logits))
+    })
+    .as_ref()
+    .map_err(|e| Failed::from(e.as_str()))
+}
+
+/// Batch invariance: on runtime `r`, the prompt of [`batch_case`] in one batch, in batches of 5
+/// (the last of 1), in batches of 3 after two tokens a step, and one token a step gives every
+/// token the reference's logits bit for bit; in one batch unfused too (the fused kernels where
+/// `r` runs them). Batches of more than one token take each matvec unit's tokens in groups
+/// (`kernels::TOKENS_PER_UNIT`, here whole groups and parts of one), one-token steps run the
+/// graph replay where `r` records one.
+fn batches_equal_reference(r: RuntimeName) -> Result<(), Failed> {
+    let model = model()?;
+    let (prompt, want) = batch_case()?;
+    let client = r.client()?;
+    let n = prompt.len();
+    // (what, fused, the batch the engine holds, the prompt's runs: tokens a call, or 0 for `step`)
+    let plans: [(&str, bool, usize, &[usize]); 5] = [
+        ("one batch", true, n, &[n]),
+        ("one batch, unfused", false, n, &[n]),
+        ("batches of 5", true, 5, &[n]),
+        ("two steps, then batches of 3", true, 3, &[0, 0, n - 2]),
+        ("one token a step", true, 1, &[]),
+    ];
+    let mut failures = Vec::new();
+    for (what, fuse, batch, runs) in plans {
+        let mut engine = Engine::new(&client, model, (CONTEXT + 8, batch), None)?;
+        engine.set_fusion(fuse);
+        let mut got = Vec::with_capacity(n);
+        let mut at = 0;
+        for &run in runs {
+            if run == 0 {
+                got.push(engine.step(prompt[at], true)?.expect("logits were asked for"));
+                at += 1;
+            } else {
+                got.extend(engine.prefill(&prompt[at..at + run], true)?);
+                at += run;
+            }
+        }
+        while at < n {
+            got.push(engine.step(prompt[at], true)?.expect("logits were asked for"));
+            at += 1;
+        }
+        let differ: Vec<usize> = (0..n).filter(|&i| got.get(i).map(|g| bits(g)) != Some(bits(&want[i]))).collect();
+        if !differ.is_empty() {
+            failures.push(format!("{what}: tokens {differ:?} of {n} differ"));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("`{}` against the reference: {}", r.as_str(), failures.join("; ")).into())
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
 }
 
 fn device_equals_cpu(r: RuntimeName) -> Result<(), Failed> {

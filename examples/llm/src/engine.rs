@@ -1,11 +1,17 @@
 //! The forward pass on one CubeCL client: weights resident once in their quantized form, a KV
-//! cache, one token a step.
+//! cache, a prompt in batches of tokens and then one token a step.
 //!
-//! What changes from one step to the next (the token, its position) lives in a small device
-//! buffer ([`slots`]) that the host writes before the step; every launch of a step is the same
-//! launch at every position. Where the runtime records graphs (CUDA, wgpu), the first step's launches
-//! are recorded once, the layers and the logits head apart, and replayed at every later step:
-//! the same kernels on the same buffers, without CubeCL's host cost per launch.
+//! What changes from one step to the next (the tokens, their first position) lives in a small
+//! device buffer ([`slots`]) that the host writes before the step; every launch of a one-token
+//! step is the same launch at every position. Where the runtime records graphs (CUDA, wgpu), the
+//! first such step's launches are recorded once, the layers and the logits head apart, and
+//! replayed at every later step: the same kernels on the same buffers, without CubeCL's host cost
+//! per launch.
+//!
+//! A batch (a prompt, [`Engine::prefill`]) runs the same kernels with its tokens on the second
+//! axis of each launch: every token's values are computed by the same operations in the same
+//! order as in a step of its own, so its logits (and the cache it leaves) are the same bits
+//! whether the prompt runs in one batch, in batches of any size or one token a step.
 
 use crate::cells;
 use crate::error::LlmError;
@@ -53,21 +59,23 @@ struct DeviceLayer {
     down: DeviceMatrix,
 }
 
-/// The activations and caches of one sequence.
+/// The activations (one row a token of a batch) and caches of one sequence.
 struct Scratch {
     x: Handle,
     h: Handle,
     xq: Handle,
     xd: Handle,
     qkv: Handle,
-    /// The attention state: the query, then each layer's key cache, then each layer's value
-    /// cache (`crate::kernels::rope_store`).
+    /// The attention state: the batch's queries, then each layer's key cache, then each layer's
+    /// value cache (`crate::kernels::rope_store`).
     state: Handle,
     s: Handle,
     att: Handle,
     gate_up: Handle,
     a: Handle,
     logits: Handle,
+    /// Every token's logits of a batch, allocated when first asked for.
+    batch_logits: Option<Handle>,
     /// What changes between steps, `u32`s at [`slots`].
     step: Handle,
 }
@@ -100,6 +108,8 @@ pub struct Engine {
     target: Target,
     config: Config,
     context: usize,
+    /// Tokens a batch holds at most.
+    batch: usize,
     embedding: DeviceMatrix,
     layers: Vec<DeviceLayer>,
     output_norm: Handle,
@@ -120,9 +130,15 @@ fn f32s(client: &Client, v: &[f32]) -> Handle {
 }
 
 impl Engine {
-    /// Uploads `model` to `client`'s device for sequences of up to `context` positions. `target`
-    /// is the islands' tag (`None`: the device's, under the launch policy).
-    pub fn new(client: &Client, model: &Model, context: usize, target: Option<Target>) -> Result<Engine, LlmError> {
+    /// Uploads `model` to `client`'s device for sequences of up to `context` positions, a
+    /// prompt run in batches of up to `batch` tokens. `target` is the islands' tag (`None`: the
+    /// device's, under the launch policy).
+    pub fn new(
+        client: &Client,
+        model: &Model,
+        (context, batch): (usize, usize),
+        target: Option<Target>,
+    ) -> Result<Engine, LlmError> {
         // Which candidate each cell runs is read at the first step: a wrong setting stops here.
         island_runtime::dispatch::settings().map_err(Clone::clone)?;
         let c = model.config;
@@ -132,10 +148,20 @@ impl Engine {
                 c.context
             )));
         }
-        // The attention state's bytes, `(dim + 2·layers·context·kv_dim)·4`, must fit a usize.
+        if batch == 0 || batch > context {
+            return Err(LlmError::Setting(format!(
+                "a batch of {batch} tokens: 1 to the context's {context} positions"
+            )));
+        }
+        // The largest buffers' bytes must fit a usize: the attention state `(batch·dim +
+        // 2·layers·context·kv_dim)·4` and the scores `batch·heads·context·4`.
         let kv_values = c.layers.checked_mul(context).and_then(|n| n.checked_mul(c.kv_dim()));
-        if kv_values.and_then(|n| n.checked_mul(2)?.checked_add(c.dim)?.checked_mul(4)).is_none() {
-            return Err(LlmError::Setting(format!("a KV cache of {context} positions overflows the address space")));
+        let state = kv_values.and_then(|n| n.checked_mul(2)?.checked_add(batch.checked_mul(c.dim)?)?.checked_mul(4));
+        let scores = batch.checked_mul(c.heads).and_then(|n| n.checked_mul(context)?.checked_mul(4));
+        if state.is_none() || scores.is_none() {
+            return Err(LlmError::Setting(format!(
+                "a KV cache of {context} positions and batches of {batch} tokens overflow the address space"
+            )));
         }
         let kv_values = kv_values.unwrap_or_default();
         let target = target.unwrap_or_else(|| Target::for_client(client));
@@ -153,19 +179,21 @@ impl Engine {
             })
             .collect();
         let widest = c.dim.max(c.ffn);
+        let b = batch;
         let scratch = Scratch {
-            x: client.empty(c.dim * 4),
-            h: client.empty(c.dim * 4),
-            xq: client.empty(widest),
-            xd: client.empty(widest / BLOCK * 4),
-            qkv: client.empty((c.dim + 2 * c.kv_dim()) * 4),
-            state: client.empty((c.dim + 2 * kv_values) * 4),
-            s: client.empty(c.heads * context * 4),
-            att: client.empty(c.dim * 4),
-            gate_up: client.empty(2 * c.ffn * 4),
-            a: client.empty(c.ffn * 4),
+            x: client.empty(b * c.dim * 4),
+            h: client.empty(b * c.dim * 4),
+            xq: client.empty(b * widest),
+            xd: client.empty(b * widest / BLOCK * 4),
+            qkv: client.empty(b * (c.dim + 2 * c.kv_dim()) * 4),
+            state: client.empty((b * c.dim + 2 * kv_values) * 4),
+            s: client.empty(b * c.heads * context * 4),
+            att: client.empty(b * c.dim * 4),
+            gate_up: client.empty(b * 2 * c.ffn * 4),
+            a: client.empty(b * c.ffn * 4),
             logits: client.empty(c.vocab * 4),
-            step: client.create_from_slice(u32::as_bytes(&[0; slots::LEN])),
+            batch_logits: None,
+            step: client.create_from_slice(u32::as_bytes(&vec![0; slots::len(b)])),
         };
         Ok(Engine {
             replays: [Replay::Untried, Replay::Untried],
@@ -173,6 +201,7 @@ impl Engine {
             target,
             config: c,
             context,
+            batch,
             embedding: DeviceMatrix::new(client, &model.embedding, false),
             layers,
             output_norm: f32s(client, &model.output_norm),
@@ -226,27 +255,74 @@ impl Engine {
         format!("layers {}, logits {}", part(&self.replays[0]), part(&self.replays[1]))
     }
 
+    /// Tokens a batch holds at most.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
     /// Runs `token` at the next position; with `logits`, returns the logits of the next token.
     pub fn step(&mut self, token: u32, logits: bool) -> Result<Option<Vec<f32>>, LlmError> {
-        let c = self.config;
-        if token as usize >= c.vocab {
-            return Err(LlmError::Setting(format!("token {token} is outside the vocabulary of {}", c.vocab)));
-        }
-        if self.pos >= self.context {
-            return Err(LlmError::Setting(format!("the sequence is full: {} positions", self.context)));
-        }
-        let mut step = [0u32; slots::LEN];
-        (step[slots::TOKEN], step[slots::POS], step[slots::N]) = (token, self.pos as u32, self.pos as u32 + 1);
-        self.client.write(&self.scratch.step, Bytes::from_elems(step.to_vec()));
+        self.write_step(&[token])?;
         self.run(Part::Layers, token)?;
         self.pos += 1;
         if !logits {
             return Ok(None);
         }
         self.run(Part::Head, token)?;
-        let bytes = island_runtime::readback::read(&self.client, self.scratch.logits.clone())
-            .map_err(|e| LlmError::Runtime(e.to_string()))?;
-        Ok(Some(f32::from_bytes(&bytes).to_vec()))
+        Ok(Some(self.read_logits(&self.scratch.logits, 1)?.remove(0)))
+    }
+
+    /// Runs `tokens` at the next positions, in batches of up to [`Engine::batch`] tokens (the
+    /// same bits as one token a step); with `logits`, returns the logits after each token, else
+    /// none.
+    pub fn prefill(&mut self, tokens: &[u32], logits: bool) -> Result<Vec<Vec<f32>>, LlmError> {
+        let mut all = Vec::with_capacity(if logits { tokens.len() } else { 0 });
+        for chunk in tokens.chunks(self.batch) {
+            self.write_step(chunk)?;
+            let t = chunk.len();
+            self.launch(Part::Layers, t, chunk[0])?;
+            self.pos += t;
+            if logits {
+                let c = self.config;
+                let out = match &self.scratch.batch_logits {
+                    Some(h) => h.clone(),
+                    None => self.client.empty(self.batch * c.vocab * 4),
+                };
+                self.scratch.batch_logits = Some(out.clone());
+                self.norm_matvec(&self.output_norm, &self.embedding, &out, t)?;
+                all.extend(self.read_logits(&out, t)?);
+            }
+        }
+        Ok(all)
+    }
+
+    /// Checks `tokens` (a batch from the next position) and writes the step buffer for them.
+    fn write_step(&self, tokens: &[u32]) -> Result<(), LlmError> {
+        let c = self.config;
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= c.vocab) {
+            return Err(LlmError::Setting(format!("token {bad} is outside the vocabulary of {}", c.vocab)));
+        }
+        if tokens.len() > self.context - self.pos {
+            return Err(LlmError::Setting(format!(
+                "the sequence is full: {} positions, {} filled, {} more asked for",
+                self.context,
+                self.pos,
+                tokens.len()
+            )));
+        }
+        let mut step = vec![0u32; slots::len(self.batch)];
+        (step[slots::POS], step[slots::N]) = (self.pos as u32, self.pos as u32 + 1);
+        step[slots::TOKEN..slots::TOKEN + tokens.len()].copy_from_slice(tokens);
+        self.client.write(&self.scratch.step, Bytes::from_elems(step));
+        Ok(())
+    }
+
+    /// The first `tokens` rows of logits in `h`.
+    fn read_logits(&self, h: &Handle, tokens: usize) -> Result<Vec<Vec<f32>>, LlmError> {
+        let bytes =
+            island_runtime::readback::read(&self.client, h.clone()).map_err(|e| LlmError::Runtime(e.to_string()))?;
+        let vocab = self.config.vocab;
+        Ok(f32::from_bytes(&bytes)[..tokens * vocab].chunks_exact(vocab).map(<[f32]>::to_vec).collect())
     }
 
     /// Runs `part` of the step at `self.pos` (its token `token`): replays its recording, or
@@ -263,22 +339,22 @@ impl Engine {
                 // uses them, and it writes the step buffer on that stream between replays.
                 return unsafe { g.replay() }.map_err(|e| LlmError::Runtime(format!("replaying the step: {e}")));
             }
-            Replay::Launched(_) => return self.launch(part, token),
+            Replay::Launched(_) => return self.launch(part, 1, token),
             Replay::Untried => {}
         }
         if let Err(e) = self.client.graph_prepare() {
             self.replays[i] = Replay::Launched(format!("{} records no graphs: {e}", self.client.name()));
-            return self.launch(part, token);
+            return self.launch(part, 1, token);
         }
         let incumbents = cells::incumbent_launches();
-        if let Err(e) = self.launch(part, token) {
+        if let Err(e) = self.launch(part, 1, token) {
             // The capture stays prepared until it is stopped.
             let _ = self.client.stop_capture();
             return Err(e);
         }
         let recorded = match self.client.start_capture() {
             Ok(()) => {
-                let launched = self.launch(part, token);
+                let launched = self.launch(part, 1, token);
                 match (launched, self.client.stop_capture()) {
                     (Ok(()), Ok(graph)) => Ok(graph),
                     (Err(e), _) => Err(e.to_string()),
@@ -305,41 +381,44 @@ impl Engine {
         Ok(())
     }
 
-    /// Launches `part` of the step at `self.pos` (its token `token`; the step buffer holds both).
-    fn launch(&self, part: Part, token: u32) -> Result<(), LlmError> {
+    /// Launches `part` of the step of `tokens` tokens from `self.pos` (the first `token`; the
+    /// step buffer holds them all).
+    fn launch(&self, part: Part, tokens: usize, token: u32) -> Result<(), LlmError> {
         let c = self.config;
         let (client, t, sc) = (&self.client, self.target, &self.scratch);
         if part == Part::Head {
-            return self.norm_matvec(&self.output_norm, &self.embedding, &sc.logits);
+            return self.norm_matvec(&self.output_norm, &self.embedding, &sc.logits, tokens);
         }
         let kv = c.kv_dim();
-        let attn = AttnShape { heads: c.heads, kv_heads: c.kv_heads, context: self.context };
+        let attn = (AttnShape { heads: c.heads, kv_heads: c.kv_heads, context: self.context }, tokens);
         let cache = c.layers * self.context * kv;
         let e = &self.embedding;
-        cells::embed::embed(client, c.vocab, c.dim, [&e.words, &e.scales, &sc.x, &sc.step], token, t)
-            .map_err(runtime)?;
+        let bufs = [&e.words, &e.scales, &sc.x, &sc.step];
+        cells::embed::embed(client, (c.vocab, c.dim, tokens), bufs, token, t).map_err(runtime)?;
         let (pos, n) = (self.pos, self.pos + 1);
         for (l, layer) in self.layers.iter().enumerate() {
-            // The layer's caches in the state: keys from `keys`, values from `values`.
-            let keys = c.dim + l * self.context * kv;
+            // The layer's caches in the state (after the batch's queries): keys from `keys`,
+            // values from `values`.
+            let keys = self.batch * c.dim + l * self.context * kv;
             let values = keys + cache;
-            self.norm_matvec(&layer.attn_norm, &layer.qkv, &sc.qkv)?;
+            self.norm_matvec(&layer.attn_norm, &layer.qkv, &sc.qkv, tokens)?;
             let bufs = [&sc.qkv, &sc.state, &self.cos, &self.sin, &sc.step];
             cells::rope::rope(client, attn, bufs, pos, [keys, values], t).map_err(runtime)?;
             cells::attention::scores(client, attn, [&sc.state, &sc.s, &sc.step], n, keys, t).map_err(runtime)?;
             cells::attention::softmax(client, attn, [&sc.s, &sc.step], n, t).map_err(runtime)?;
             let bufs = [&sc.s, &sc.state, &sc.att, &sc.step];
             cells::attention::attend(client, attn, bufs, n, values, t).map_err(runtime)?;
-            self.matvec(&layer.out, &sc.att, c.dim, &sc.x)?;
-            self.norm_matvec(&layer.ffn_norm, &layer.gate_up, &sc.gate_up)?;
-            self.swiglu_matvec(&layer.down)?;
+            self.matvec(&layer.out, &sc.att, (c.dim, tokens), &sc.x)?;
+            self.norm_matvec(&layer.ffn_norm, &layer.gate_up, &sc.gate_up, tokens)?;
+            self.swiglu_matvec(&layer.down, tokens)?;
         }
         Ok(())
     }
 
-    /// `y = m·q8_1(rmsnorm(x, w))` of the residual stream `x`: one fused kernel and the product
-    /// where both cells run their twins, else the two cells' candidates apart.
-    fn norm_matvec(&self, w: &Handle, m: &DeviceMatrix, y: &Handle) -> Result<(), LlmError> {
+    /// `y = m·q8_1(rmsnorm(x, w))` of each of `tokens` rows of the residual stream `x`: one fused
+    /// kernel and the product where both cells run their twins, else the two cells' candidates
+    /// apart.
+    fn norm_matvec(&self, w: &Handle, m: &DeviceMatrix, y: &Handle, tokens: usize) -> Result<(), LlmError> {
         let (c, sc) = (self.config, &self.scratch);
         let shape = MatvecShape { blocks: c.dim / BLOCK, ..m.shape };
         if self.fuse
@@ -347,18 +426,21 @@ impl Engine {
             && let Some(tm) =
                 cells::twin_target(&self.client, &cells::matvec::key_of(&shape), self.target).map_err(runtime)?
         {
-            fused::launch_norm_quant(&self.client, c.dim, c.eps, [&sc.x, w, &sc.xq, &sc.xd], tn);
-            cells::matvec::launch_product(&self.client, shape, [&m.words, &m.scales, &m.mins, &sc.xq, &sc.xd, y], tm);
+            fused::launch_norm_quant(&self.client, c.dim, c.eps, tokens, [&sc.x, w, &sc.xq, &sc.xd], tn);
+            let bufs = [&m.words, &m.scales, &m.mins, &sc.xq, &sc.xd, y];
+            cells::matvec::launch_product(&self.client, (shape, tokens), bufs, tm);
             return Ok(());
         }
-        self.norm(&sc.x, w, &sc.h)?;
-        self.matvec(m, &sc.h, c.dim, y)
+        cells::rmsnorm::rmsnorm(&self.client, (c.dim, tokens), c.eps, [&sc.x, w, &sc.h], self.target)
+            .map_err(runtime)?;
+        self.matvec(m, &sc.h, (c.dim, tokens), y)
     }
 
-    /// `x += down·q8_1(swiglu(gate_up))`: one fused kernel and the product where both cells run
-    /// their twins and a block's maximum is a plane exchange (on the CPU runtime each unit would
-    /// compute its whole block's 32 SwiGLUs), else the two cells' candidates apart.
-    fn swiglu_matvec(&self, down: &DeviceMatrix) -> Result<(), LlmError> {
+    /// `x += down·q8_1(swiglu(gate_up))` of each of `tokens` tokens: one fused kernel and the
+    /// product where both cells run their twins and a block's maximum is a plane exchange (on the
+    /// CPU runtime each unit would compute its whole block's 32 SwiGLUs), else the two cells'
+    /// candidates apart.
+    fn swiglu_matvec(&self, down: &DeviceMatrix, tokens: usize) -> Result<(), LlmError> {
         let (c, sc, client) = (self.config, &self.scratch, &self.client);
         let shape = MatvecShape { blocks: c.ffn / BLOCK, ..down.shape };
         if self.fuse
@@ -367,28 +449,23 @@ impl Engine {
             && let Some(tm) =
                 cells::twin_target(client, &cells::matvec::key_of(&shape), self.target).map_err(runtime)?
         {
-            fused::launch_swiglu_quant(client, c.ffn, [&sc.gate_up, &sc.xq, &sc.xd], ts);
+            fused::launch_swiglu_quant(client, c.ffn, tokens, [&sc.gate_up, &sc.xq, &sc.xd], ts);
             let bufs = [&down.words, &down.scales, &down.mins, &sc.xq, &sc.xd, &sc.x];
-            cells::matvec::launch_product(client, shape, bufs, tm);
+            cells::matvec::launch_product(client, (shape, tokens), bufs, tm);
             return Ok(());
         }
-        cells::swiglu::swiglu(client, c.ffn, &sc.gate_up, &sc.a, &self.ffn_params, self.target).map_err(runtime)?;
-        self.matvec(down, &sc.a, c.ffn, &sc.x)
+        let (ffn, params) = ((c.ffn, tokens), &self.ffn_params);
+        cells::swiglu::swiglu(client, ffn, &sc.gate_up, &sc.a, params, self.target).map_err(runtime)?;
+        self.matvec(down, &sc.a, (c.ffn, tokens), &sc.x)
     }
 
-    /// RMSNorm of `x` with `w` into `y`, with the candidate of the RMSNorm cell the device's
-    /// record selects.
-    fn norm(&self, x: &Handle, w: &Handle, y: &Handle) -> Result<(), LlmError> {
-        let c = self.config;
-        cells::rmsnorm::rmsnorm(&self.client, c.dim, c.eps, [x, w, y], self.target).map_err(runtime)
-    }
-
-    /// `y = m·q8_1(x)` (or `y += …`) over the first `cols` values of `x`, with the candidate of
-    /// the matvec cell the device's record selects (`crate::cells::matvec`).
-    fn matvec(&self, m: &DeviceMatrix, x: &Handle, cols: usize, y: &Handle) -> Result<(), LlmError> {
+    /// `y = m·q8_1(x)` (or `y += …`) over the first `cols` values of each of `tokens` rows of
+    /// `x`, with the candidate of the matvec cell the device's record selects
+    /// (`crate::cells::matvec`).
+    fn matvec(&self, m: &DeviceMatrix, x: &Handle, (cols, tokens): (usize, usize), y: &Handle) -> Result<(), LlmError> {
         let shape = MatvecShape { blocks: cols / BLOCK, ..m.shape };
         let bufs = [&m.words, &m.scales, &m.mins, x, &self.scratch.xq, &self.scratch.xd, y];
-        cells::matvec::matvec(&self.client, shape, bufs, &m.params, self.target).map_err(runtime)
+        cells::matvec::matvec(&self.client, (shape, tokens), bufs, &m.params, self.target).map_err(runtime)
     }
 }
 

@@ -11,7 +11,7 @@
 //!
 //! [`quantize_q8_1`]: island_examples::q8_matvec::quantize_q8_1
 
-use crate::kernels::{UNITS, grid, inv_rms, swiglu_value};
+use crate::kernels::{UNITS, batch_grid, cube_row, inv_rms, swiglu_value, unit};
 use crate::lanes::{self, LANES_32};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -20,8 +20,9 @@ use island_intrinsics::exact;
 use island_runtime::Target;
 use island_runtime::prelude::*;
 
-/// [`crate::kernels::rmsnorm`] of `x` (`n` values) with `w`, quantized into `xq`, `xd`. One
-/// unit a word; each aligned group of `width` units shares the sum of squares.
+/// [`crate::kernels::rmsnorm`] of each token's `x` (`n` values) with `w`, quantized into `xq`,
+/// `xd` (a batch's tokens one after another). One unit a word; each aligned group of `width`
+/// units shares the sum of squares.
 #[islands]
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
@@ -37,15 +38,17 @@ pub fn norm_quant(
 ) {
     let words = comptime!(n / 4);
     // Units past the last word take part in the exchanges on the last word and store nothing.
-    let word = min(ABSOLUTE_POS, words - 1);
-    let inv = inv_rms(x, eps, n, width, target);
+    let word = min(unit(), words - 1);
+    let tok = cube_row();
+    let base = tok * n;
+    let inv = inv_rms(x, base, eps, n, width, target);
     let b = word / 8;
     let mut v = Array::<f32>::new(4usize);
     let mut amax = 0.0f32;
     #[unroll]
     for j in 0..4usize {
         let i = 4 * word + j;
-        v[j] = x[i] * inv * w[i];
+        v[j] = x[base + i] * inv * w[i];
     }
     if comptime!(block == 8) {
         #[unroll]
@@ -55,27 +58,29 @@ pub fn norm_quant(
         amax = lanes::max8(amax, target);
     } else {
         for i in 32 * b..32 * b + 32 {
-            amax = max(amax, (x[i] * inv * w[i]).abs());
+            amax = max(amax, (x[base + i] * inv * w[i]).abs());
         }
     }
-    if ABSOLUTE_POS < words {
-        pack(v, amax, word, xq, xd, target);
+    if unit() < words {
+        pack(v, amax, tok * words + word, xq, xd, target);
     }
 }
 
-/// [`crate::kernels::swiglu`] of `gate_up` (`gate`, `up` stacked, `n` each), quantized into
-/// `xq`, `xd`. One unit a word.
+/// [`crate::kernels::swiglu`] of each token's `gate_up` (`gate`, `up` stacked, `n` each),
+/// quantized into `xq`, `xd` (a batch's tokens one after another). One unit a word.
 #[islands]
 #[cube(launch)]
 pub fn swiglu_quant(gate_up: &[f32], xq: &mut [i32], xd: &mut [f32], #[comptime] n: usize, #[comptime] block: u32) {
     let words = comptime!(n / 4);
-    let word = min(ABSOLUTE_POS, words - 1);
+    let word = min(unit(), words - 1);
+    let tok = cube_row();
+    let base = tok * 2 * n;
     let b = word / 8;
     let mut v = Array::<f32>::new(4usize);
     let mut amax = 0.0f32;
     #[unroll]
     for j in 0..4usize {
-        v[j] = swiglu_value(gate_up, 4 * word + j, n, target);
+        v[j] = swiglu_value(gate_up, base, 4 * word + j, n, target);
     }
     if comptime!(block == 8) {
         #[unroll]
@@ -85,11 +90,11 @@ pub fn swiglu_quant(gate_up: &[f32], xq: &mut [i32], xd: &mut [f32], #[comptime]
         amax = lanes::max8(amax, target);
     } else {
         for i in 32 * b..32 * b + 32 {
-            amax = max(amax, swiglu_value(gate_up, i, n, target).abs());
+            amax = max(amax, swiglu_value(gate_up, base, i, n, target).abs());
         }
     }
-    if ABSOLUTE_POS < words {
-        pack(v, amax, word, xq, xd, target);
+    if unit() < words {
+        pack(v, amax, tok * words + word, xq, xd, target);
     }
 }
 
@@ -115,29 +120,41 @@ fn pack(v: Array<f32>, amax: f32, word: usize, xq: &mut [i32], xd: &mut [f32], #
     xq[word] = packed;
 }
 
-/// [`norm_quant`] of `x` (`n` values, a multiple of 32) with `w` into `xq`, `xd`, with `target`.
-pub fn launch_norm_quant(client: &Client, n: usize, eps: f32, [x, w, xq, xd]: [&Handle; 4], target: Target) {
+/// [`norm_quant`] of each of `tokens` vectors `x` (`n` values, a multiple of 32) with `w` into
+/// `xq`, `xd`, with `target`.
+pub fn launch_norm_quant(
+    client: &Client,
+    n: usize,
+    eps: f32,
+    tokens: usize,
+    [x, w, xq, xd]: [&Handle; 4],
+    target: Target,
+) {
     let (width, block) = (lanes::units(&target, LANES_32), lanes::block_units(&target));
-    let (count, dim) = grid(n / 4, UNITS);
-    // SAFETY: the callers allocate `x` and `w` with `n` values, `xq` with `n / 4` words and `xd`
-    // with `n / 32` scales.
+    let (count, dim) = batch_grid(n / 4, UNITS, tokens);
+    let t = tokens;
+    // SAFETY: the callers allocate `x` with `tokens · n` values, `w` with `n`, `xq` with
+    // `tokens · n / 4` words and `xd` with `tokens · n / 32` scales.
     unsafe {
-        let (x, w) = (BufferArg::from_raw_parts(x.clone(), n), BufferArg::from_raw_parts(w.clone(), n));
-        let (q, d) = (BufferArg::from_raw_parts(xq.clone(), n / 4), BufferArg::from_raw_parts(xd.clone(), n / 32));
+        let (x, w) = (BufferArg::from_raw_parts(x.clone(), t * n), BufferArg::from_raw_parts(w.clone(), n));
+        let q = BufferArg::from_raw_parts(xq.clone(), t * n / 4);
+        let d = BufferArg::from_raw_parts(xd.clone(), t * n / 32);
         norm_quant::launch_with(client, count, dim, x, w, q, d, eps, n, width, block, target);
     }
 }
 
-/// [`swiglu_quant`] of `gate_up` (`2n` values, `n` a multiple of 32) into `xq`, `xd`, with
-/// `target`.
-pub fn launch_swiglu_quant(client: &Client, n: usize, [gate_up, xq, xd]: [&Handle; 3], target: Target) {
+/// [`swiglu_quant`] of each of `tokens` vectors `gate_up` (`2n` values, `n` a multiple of 32)
+/// into `xq`, `xd`, with `target`.
+pub fn launch_swiglu_quant(client: &Client, n: usize, tokens: usize, [gate_up, xq, xd]: [&Handle; 3], target: Target) {
     let block = lanes::block_units(&target);
-    let (count, dim) = grid(n / 4, UNITS);
-    // SAFETY: the callers allocate `gate_up` with `2n` values, `xq` with `n / 4` words and `xd`
-    // with `n / 32` scales.
+    let (count, dim) = batch_grid(n / 4, UNITS, tokens);
+    let t = tokens;
+    // SAFETY: the callers allocate `gate_up` with `tokens · 2n` values, `xq` with `tokens · n / 4`
+    // words and `xd` with `tokens · n / 32` scales.
     unsafe {
-        let g = BufferArg::from_raw_parts(gate_up.clone(), 2 * n);
-        let (q, d) = (BufferArg::from_raw_parts(xq.clone(), n / 4), BufferArg::from_raw_parts(xd.clone(), n / 32));
+        let g = BufferArg::from_raw_parts(gate_up.clone(), t * 2 * n);
+        let q = BufferArg::from_raw_parts(xq.clone(), t * n / 4);
+        let d = BufferArg::from_raw_parts(xd.clone(), t * n / 32);
         swiglu_quant::launch_with(client, count, dim, g, q, d, n, block, target);
     }
 }

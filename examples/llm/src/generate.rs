@@ -9,14 +9,26 @@ use island_runtime::ValueKind;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
-/// Something that runs one token a step: the engine on a device, or the reference.
+/// Something that runs a sequence token by token: the engine on a device, or the reference.
 pub trait Forward {
+    /// Runs `token` at the next position; with `logits`, returns the next token's logits.
     fn forward(&mut self, token: u32, logits: bool) -> Result<Option<Vec<f32>>, LlmError>;
+
+    /// Runs `tokens` at the next positions, without logits (the same state as running each
+    /// with [`Forward::forward`]).
+    fn prefill(&mut self, tokens: &[u32]) -> Result<(), LlmError> {
+        tokens.iter().try_for_each(|&t| self.forward(t, false).map(drop))
+    }
 }
 
 impl Forward for Engine {
     fn forward(&mut self, token: u32, logits: bool) -> Result<Option<Vec<f32>>, LlmError> {
         self.step(token, logits)
+    }
+
+    /// In batches of up to [`Engine::batch`] tokens.
+    fn prefill(&mut self, tokens: &[u32]) -> Result<(), LlmError> {
+        Engine::prefill(self, tokens, false).map(drop)
     }
 }
 
@@ -47,7 +59,8 @@ impl Step {
 pub struct Generation {
     pub prompt: Vec<u32>,
     pub steps: Vec<Step>,
-    /// Time for the prompt (one token a step) and for the generated tokens after the first.
+    /// Time for the prompt (all but its last token as [`Forward::prefill`] runs them, then the
+    /// last with its logits) and for the generated tokens after the first.
     pub prefill: Duration,
     pub decode: Duration,
 }
@@ -83,8 +96,9 @@ pub fn hash(logits: &[f32]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Feeds `prompt` one token a step, then generates up to `count` tokens greedily, stopping
-/// after `stop` (the end-of-sequence token) if it is given; `on_step` sees each step as it comes.
+/// Feeds `prompt` (all but its last token with [`Forward::prefill`], the last for its logits),
+/// then generates up to `count` tokens greedily, stopping after `stop` (the end-of-sequence
+/// token) if it is given; `on_step` sees each step as it comes.
 pub fn generate(
     f: &mut dyn Forward,
     prompt: &[u32],
@@ -94,9 +108,7 @@ pub fn generate(
 ) -> Result<Generation, LlmError> {
     let (last, head) = prompt.split_last().ok_or_else(|| LlmError::Setting("the prompt has no tokens".into()))?;
     let start = Instant::now();
-    for &t in head {
-        f.forward(t, false)?;
-    }
+    f.prefill(head)?;
     let mut token = *last;
     let mut steps = Vec::with_capacity(count);
     let mut prefill = Duration::ZERO;

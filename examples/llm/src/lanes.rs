@@ -101,11 +101,17 @@ pub fn block_units(target: &Target) -> u32 {
 /// place; `p[0]` holds it.
 #[cube]
 pub fn fold(p: &mut Array<f32>, #[comptime] n: u32) {
+    fold_at(p, 0, n);
+}
+
+/// [`fold`] of the `n` values of `p` from `at`; `p[at]` holds their sum.
+#[cube]
+pub fn fold_at(p: &mut Array<f32>, at: usize, #[comptime] n: u32) {
     #[unroll]
     for level in 0..comptime!(n.trailing_zeros()) {
         #[unroll]
         for j in 0..comptime!((n >> (level + 1)) as usize) {
-            p[j] = p[2 * j] + p[2 * j + 1];
+            p[at + j] = p[at + 2 * j] + p[at + 2 * j + 1];
         }
     }
 }

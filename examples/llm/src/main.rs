@@ -37,6 +37,10 @@ struct Args {
     /// Positions the KV cache holds (prompt and generated tokens).
     #[arg(long, default_value_t = 512)]
     context: usize,
+    /// Prompt tokens run in one pass at most (1: one token a step); at most --context. The
+    /// bytes are the same.
+    #[arg(long, default_value_t = 512)]
+    batch: usize,
     /// The GGUF file (default: $ISLANDS_MODEL, else the cache `scripts/fetch-model.sh` fills).
     #[arg(long)]
     model: Option<PathBuf>,
@@ -138,7 +142,8 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     }
 
     let client = args.runtime.client().map_err(|e| LlmError::Runtime(e.to_string()))?;
-    let mut engine = Engine::new(&client, &model, args.context, None)?;
+    let batch = args.batch.min(args.context);
+    let mut engine = Engine::new(&client, &model, (args.context, batch), None)?;
     engine.set_replay(!args.eager);
     engine.set_fusion(!args.unfused);
     println!(
@@ -166,9 +171,10 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     }
     println!("steps: {}", engine.replay_state());
     println!(
-        "{}: prompt {:.1} ms, decode {:.1} tokens/s ({} tokens), {} characters",
+        "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}), decode {:.1} tokens/s ({} tokens), {} characters",
         args.runtime.as_str(),
         ours.prefill.as_secs_f64() * 1e3,
+        prompt.len(),
         ours.tokens_per_second(),
         ours.steps.len(),
         shown.len()
@@ -180,7 +186,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         let theirs = match other.as_str() {
             "cpu" => {
                 let cpu = RuntimeName::Cpu.client().map_err(|e| LlmError::Runtime(e.to_string()))?;
-                let mut e = Engine::new(&cpu, &model, args.context, None)?;
+                let mut e = Engine::new(&cpu, &model, (args.context, batch), None)?;
                 generate::generate(&mut e, &prompt, args.tokens, stop, |_, _| {})?
             }
             _ => generate::generate(&mut Reference::new(&model, args.context), &prompt, args.tokens, stop, |_, _| {})?,

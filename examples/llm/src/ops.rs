@@ -36,7 +36,7 @@ impl<'a> Launch<'a> {
 
     /// A step buffer ([`slots`]) at position `pos` (`pos + 1` positions attended to).
     fn step(&self, pos: u32) -> (Handle, usize) {
-        let mut v = [0u32; slots::LEN];
+        let mut v = [0u32; slots::len(1)];
         (v[slots::POS], v[slots::N]) = (pos, pos + 1);
         (self.client.create_from_slice(u32::as_bytes(&v)), v.len())
     }
@@ -105,7 +105,8 @@ pub fn matvec(
     let (w4, xq4) = unsafe {
         (BufferArg::from_raw_parts(wb.0.clone(), wb.1 / 4), BufferArg::from_raw_parts(xq.0.clone(), words / 4))
     };
-    qmatvec::launch_with(client, count, dim, w4, arg(&sb), arg(&mb), xq4, arg(&xd), arg(&yb), shape, width, l.target);
+    let (x, y) = (arg(&xd), arg(&yb));
+    qmatvec::launch_with(client, count, dim, w4, arg(&sb), arg(&mb), xq4, x, y, 1, shape, width, 1, l.target);
     l.read(&yb)
 }
 
@@ -238,7 +239,7 @@ pub fn norm_quant(
     let n = x.len();
     let (xb, wb) = (l.f32s(x), l.f32s(w));
     let (xq, xd) = (l.i32s(&vec![0; n / 4]), l.f32s(&vec![0.0; n / 32]));
-    crate::fused::launch_norm_quant(client, n, eps, [&xb.0, &wb.0, &xq.0, &xd.0], target);
+    crate::fused::launch_norm_quant(client, n, eps, 1, [&xb.0, &wb.0, &xq.0, &xd.0], target);
     Ok((l.read(&xq)?, l.read(&xd)?))
 }
 
@@ -249,6 +250,6 @@ pub fn swiglu_quant(client: &Client, target: Target, gate_up: &[f32]) -> Result<
     let n = gate_up.len() / 2;
     let gb = l.f32s(gate_up);
     let (xq, xd) = (l.i32s(&vec![0; n / 4]), l.f32s(&vec![0.0; n / 32]));
-    crate::fused::launch_swiglu_quant(client, n, [&gb.0, &xq.0, &xd.0], target);
+    crate::fused::launch_swiglu_quant(client, n, 1, [&gb.0, &xq.0, &xd.0], target);
     Ok((l.read(&xq)?, l.read(&xd)?))
 }

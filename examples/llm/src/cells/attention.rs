@@ -11,7 +11,7 @@
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::{Draw, softmax_scores};
 use crate::kernels::{
-    AttnShape, UNITS, attend as attend_kernel, grid, scores as scores_kernel, slots, softmax as softmax_kernel,
+    AttnShape, UNITS, attend as attend_kernel, batch_grid, scores as scores_kernel, slots, softmax as softmax_kernel,
 };
 use crate::lanes::{self, LANES_8, LANES_32};
 use cubecl::prelude::*;
@@ -92,7 +92,7 @@ pub const SCORES: Op = Op {
     },
     twin: |client, s, b, target| {
         // `n` is the fourth of the cell's scalars, where the twin reads it.
-        launch_scores(client, attn(s), [&b.inputs[0], b.out, &b.inputs[1]], 3, s.rows * HD, target);
+        launch_scores(client, (attn(s), 1), [&b.inputs[0], b.out, &b.inputs[1]], 3, s.rows * HD, target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs")],
@@ -122,7 +122,7 @@ pub const SOFTMAX: Op = Op {
     },
     twin: |client, s, b, target| {
         // `n` is the third of the cell's scalars, where the twin reads it.
-        launch_softmax(client, attn(s), [b.out, &b.inputs[1]], 2, target);
+        launch_softmax(client, (attn(s), 1), [b.out, &b.inputs[1]], 2, target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs"), include_str!("../math.rs")],
@@ -163,24 +163,25 @@ pub const ATTEND: Op = Op {
     },
     twin: |client, s, b, target| {
         // `n` is the fourth of the cell's scalars, where the twin reads it.
-        launch_attend(client, attn(s), [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 3, 0, target);
+        launch_attend(client, (attn(s), 1), [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 3, 0, target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs")],
 };
 island_runtime::op!(ATTEND);
 
-/// The engine's [`scores`](crate::kernels::scores) of the query at the start of `state` against
-/// `step[at]` keys from value offset `base`, into `s` (`heads × context`).
+/// The engine's [`scores`](crate::kernels::scores) of each of `tokens` queries at the start of
+/// `state` against `step[at] + t` keys from value offset `base`, into `s` (`heads × context` a
+/// token).
 pub fn launch_scores(
     client: &Client,
-    a: AttnShape,
+    (a, tokens): (AttnShape, usize),
     [state, s, step]: [&Handle; 3],
     at: usize,
     base: usize,
     target: Target,
 ) {
-    let (count, dim) = grid(a.heads * a.context, UNITS);
+    let (count, dim) = batch_grid(a.heads * a.context, UNITS, tokens);
     // SAFETY: the lengths are the handles' own.
     unsafe {
         scores_kernel::launch_with(
@@ -198,28 +199,34 @@ pub fn launch_scores(
     };
 }
 
-/// The engine's [`softmax`](crate::kernels::softmax) of the first `step[at]` scores of each head
-/// of `s`.
-pub fn launch_softmax(client: &Client, a: AttnShape, [s, step]: [&Handle; 2], at: usize, target: Target) {
+/// The engine's [`softmax`](crate::kernels::softmax) of the first `step[at] + t` scores of each
+/// head of each token `t` of `tokens` in `s`.
+pub fn launch_softmax(
+    client: &Client,
+    (a, tokens): (AttnShape, usize),
+    [s, step]: [&Handle; 2],
+    at: usize,
+    target: Target,
+) {
     let width = lanes::units(&target, LANES_32);
-    let (count, dim) = grid(a.heads * width as usize, UNITS);
+    let (count, dim) = batch_grid(a.heads * width as usize, UNITS, tokens);
     // SAFETY: the lengths are the handles' own.
     let (s, step) = unsafe { (arg(s, values(s)), arg(step, values(step))) };
     softmax_kernel::launch_with(client, count, dim, s, step, at, a, width, target);
 }
 
-/// The engine's [`attend`](crate::kernels::attend): the weights `p` over `step[at]` values of
-/// `vc` from value offset `base`, into `out` (`heads × 64`).
+/// The engine's [`attend`](crate::kernels::attend): each of `tokens` tokens' weights `p` over
+/// `step[at] + t` values of `vc` from value offset `base`, into `out` (`heads × 64` a token).
 pub fn launch_attend(
     client: &Client,
-    a: AttnShape,
+    (a, tokens): (AttnShape, usize),
     [p, vc, out, step]: [&Handle; 4],
     at: usize,
     base: usize,
     target: Target,
 ) {
     let width = lanes::units(&target, LANES_8);
-    let (count, dim) = grid(a.heads * HD * width as usize, UNITS);
+    let (count, dim) = batch_grid(a.heads * HD * width as usize, UNITS, tokens);
     // SAFETY: the lengths are the handles' own.
     unsafe {
         attend_kernel::launch_with(
@@ -239,12 +246,13 @@ pub fn launch_attend(
     };
 }
 
-/// The scores of `n` cached positions (keys from value offset `base` of `state`), with the
-/// candidate the device's record selects: the twin reads `n` from the engine's step buffer
-/// `step` ([`slots::N`]), an incumbent from its own scalars.
+/// The scores of `n` cached positions (keys from value offset `base` of `state`; token `t` of
+/// `tokens` over `n + t`), with the candidate the device's record selects: the twin reads `n`
+/// from the engine's step buffer `step` ([`slots::N`]), an incumbent its one token's from its
+/// own scalars.
 pub fn scores(
     client: &Client,
-    a: AttnShape,
+    (a, tokens): (AttnShape, usize),
     [state, s, step]: [&Handle; 3],
     n: usize,
     base: usize,
@@ -254,8 +262,8 @@ pub fn scores(
         client,
         &SCORES_KEY,
         target,
-        Shape { rows: a.heads, cols: n },
-        |t| launch_scores(client, a, [state, s, step], slots::N, base, t),
+        (Shape { rows: a.heads, cols: n }, tokens),
+        |t| launch_scores(client, (a, tokens), [state, s, step], slots::N, base, t),
         || IncumbentBuffers {
             inputs: vec![state.clone(), scalars(client, &[a.heads, a.kv_heads, a.context, n, base].map(|v| v as u32))],
             scratch: Vec::new(),
@@ -264,11 +272,11 @@ pub fn scores(
     )
 }
 
-/// The softmax of each head's first `n` scores in `s`, in place, with the candidate the device's
-/// record selects (`n` read as by [`scores`]).
+/// The softmax of each head's first `n` scores in `s` (`n + t` of token `t`), in place, with
+/// the candidate the device's record selects (`n` read as by [`scores`]).
 pub fn softmax(
     client: &Client,
-    a: AttnShape,
+    (a, tokens): (AttnShape, usize),
     [s, step]: [&Handle; 2],
     n: usize,
     target: Target,
@@ -277,8 +285,8 @@ pub fn softmax(
         client,
         &SOFTMAX_KEY,
         target,
-        Shape { rows: a.heads, cols: n },
-        |t| launch_softmax(client, a, [s, step], slots::N, t),
+        (Shape { rows: a.heads, cols: n }, tokens),
+        |t| launch_softmax(client, (a, tokens), [s, step], slots::N, t),
         || IncumbentBuffers {
             inputs: vec![s.clone(), scalars(client, &[a.heads as u32, a.context as u32, n as u32])],
             scratch: Vec::new(),
@@ -287,11 +295,11 @@ pub fn softmax(
     )
 }
 
-/// The weighted sum of `n` cached values (from value offset `base` of `vc`), with the candidate
-/// the device's record selects (`n` read as by [`scores`]).
+/// The weighted sum of `n` cached values (from value offset `base` of `vc`; `n + t` of token
+/// `t`), with the candidate the device's record selects (`n` read as by [`scores`]).
 pub fn attend(
     client: &Client,
-    a: AttnShape,
+    (a, tokens): (AttnShape, usize),
     [p, vc, out, step]: [&Handle; 4],
     n: usize,
     base: usize,
@@ -301,8 +309,8 @@ pub fn attend(
         client,
         &ATTEND_KEY,
         target,
-        Shape { rows: a.heads, cols: n },
-        |t| launch_attend(client, a, [p, vc, out, step], slots::N, base, t),
+        (Shape { rows: a.heads, cols: n }, tokens),
+        |t| launch_attend(client, (a, tokens), [p, vc, out, step], slots::N, base, t),
         || IncumbentBuffers {
             inputs: vec![
                 p.clone(),

@@ -24,31 +24,37 @@ pub(crate) struct IncumbentBuffers {
     pub out: Handle,
 }
 
-/// Runs the candidate of `key` that the device's record selects (see [`run_choice`]).
+/// Runs the candidate of `key` that the device's record selects for `tokens` tokens (see
+/// [`run_choice`]).
 pub(crate) fn run(
     client: &Client,
     key: &CellKey,
     target: Target,
-    shape: Shape,
+    (shape, tokens): (Shape, usize),
     twin: impl FnOnce(Target),
     buffers: impl FnOnce() -> IncumbentBuffers,
 ) -> Result<(), CellError> {
-    run_choice(dispatch::choose(client, key)?, client, target, shape, twin, buffers)
+    run_choice(dispatch::choose(client, key)?, client, target, (shape, tokens), twin, buffers)
 }
 
-/// Runs `choice`: the twin with `target` (or with `default` in every island where the choice
-/// forced it), or the incumbent at `shape` on the buffers `buffers` builds.
+/// Runs `choice` for `tokens` tokens: the twin with `target` (or with `default` in every island
+/// where the choice forced it), or the incumbent at `shape` on the buffers `buffers` builds.
+/// An incumbent computes one token: a batch of more runs the twin with `target`.
 pub(crate) fn run_choice(
     choice: Choice,
     client: &Client,
     target: Target,
-    shape: Shape,
+    (shape, tokens): (Shape, usize),
     twin: impl FnOnce(Target),
     buffers: impl FnOnce() -> IncumbentBuffers,
 ) -> Result<(), CellError> {
     match choice {
         Choice::Twin(forced) => {
             twin(twin_tag(&choice, forced, target));
+            Ok(())
+        }
+        Choice::Incumbent(_) if tokens > 1 => {
+            twin(target);
             Ok(())
         }
         Choice::Incumbent(inc) => {

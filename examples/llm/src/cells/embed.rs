@@ -5,7 +5,7 @@
 use super::attention::values;
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::matrix;
-use crate::kernels::{UNITS, embed as kernel, grid, slots};
+use crate::kernels::{UNITS, batch_grid, embed as kernel, slots};
 use crate::quant::QuantType;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -63,17 +63,17 @@ pub const EMBED: Op = Op {
     },
     twin: |client, s, b, _| {
         // The token is the first of the cell's scalars, where the twin reads it.
-        launch_twin(client, s.rows, s.cols, [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 0);
+        launch_twin(client, s.rows, s.cols, 1, [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 0);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs")],
 };
 island_runtime::op!(EMBED);
 
-/// The engine's [`embed`](crate::kernels::embed) of row `step[at]` of the `rows × cols` matrix
-/// (words `w`, scales `d`) into `x`.
-pub fn launch_twin(client: &Client, rows: usize, cols: usize, [w, d, x, step]: [&Handle; 4], at: usize) {
-    let (count, dim) = grid(cols, UNITS);
+/// The engine's [`embed`](crate::kernels::embed) of rows `step[at..at + tokens]` of the `rows ×
+/// cols` matrix (words `w`, scales `d`) into `x` (`tokens × cols`).
+pub fn launch_twin(client: &Client, rows: usize, cols: usize, tokens: usize, [w, d, x, step]: [&Handle; 4], at: usize) {
+    let (count, dim) = batch_grid(cols, UNITS, tokens);
     // SAFETY: the callers allocate `w` with `rows · cols / 4` words, `d` with a scale per block
     // of 32 and `x` with `cols` values.
     unsafe {
@@ -83,7 +83,7 @@ pub fn launch_twin(client: &Client, rows: usize, cols: usize, [w, d, x, step]: [
             dim,
             arg(w, rows * cols / 4),
             arg(d, rows * cols / 32),
-            arg(x, cols),
+            arg(x, tokens * cols),
             arg(step, values(step)),
             at,
             rows,
@@ -92,13 +92,13 @@ pub fn launch_twin(client: &Client, rows: usize, cols: usize, [w, d, x, step]: [
     };
 }
 
-/// Row `token` of the embedding into `x`, with the candidate the device's record selects (the
-/// twin has no islands: `target` matters only to a forced `default`). The twin reads the token
-/// from the engine's step buffer `step` ([`slots::TOKEN`]), an incumbent from its own scalars.
+/// The rows of a batch's `tokens` tokens (the first `token`) of the embedding into `x`, with
+/// the candidate the device's record selects (the twin has no islands: `target` matters only to
+/// a forced `default`). The twin reads the tokens from the engine's step buffer `step`
+/// ([`slots::TOKEN`]), an incumbent its one token from its own scalars.
 pub fn embed(
     client: &Client,
-    rows: usize,
-    cols: usize,
+    (rows, cols, tokens): (usize, usize, usize),
     [w, d, x, step]: [&Handle; 4],
     token: u32,
     target: Target,
@@ -107,8 +107,8 @@ pub fn embed(
         client,
         &KEY,
         target,
-        Shape { rows, cols },
-        |_| launch_twin(client, rows, cols, [w, d, x, step], slots::TOKEN),
+        (Shape { rows, cols }, tokens),
+        |_| launch_twin(client, rows, cols, tokens, [w, d, x, step], slots::TOKEN),
         || IncumbentBuffers {
             inputs: vec![w.clone(), d.clone(), scalars(client, &[token, rows as u32, cols as u32])],
             scratch: Vec::new(),

@@ -5,7 +5,7 @@
 
 use super::choice::{IncumbentBuffers, run_choice};
 use crate::deciding::{Draw, activations, matrix};
-use crate::kernels::{MatvecShape, QUANT_UNITS, UNITS, grid, qmatvec};
+use crate::kernels::{MatvecShape, QUANT_UNITS, TOKENS_PER_UNIT, UNITS, batch_grid, grid, qmatvec};
 use crate::lanes::{self, LANES_8};
 use crate::quant::{BLOCK, QuantType};
 use cubecl::prelude::*;
@@ -167,16 +167,18 @@ fn twin(ty: QuantType, add: bool, client: &Client, s: &Shape, b: &Buffers, targe
         return Err(CellError::Shape { cell: cell.to_string(), reason: "two scratch buffers expected".into() });
     };
     let shape = MatvecShape { ty, rows: s.rows, blocks: s.cols / BLOCK, accumulate: add };
-    launch_twin(client, shape, [w, d, m, x, xq, xd, b.out], target);
+    launch_twin(client, (shape, 1), [w, d, m, x, xq, xd, b.out], target);
     Ok(())
 }
 
-/// The engine's quantizer then [`qmatvec`] with `target`: `bufs` are the words, scales, minima,
-/// activations, quantized activations, their scales and the output.
-pub fn launch_twin(client: &Client, shape: MatvecShape, bufs: [&Handle; 7], target: Target) {
+/// The engine's quantizer then [`qmatvec`] with `target`, for each of `tokens` activation
+/// vectors: `bufs` are the words, scales, minima, activations, quantized activations, their
+/// scales and the output.
+pub fn launch_twin(client: &Client, (shape, tokens): (MatvecShape, usize), bufs: [&Handle; 7], target: Target) {
     let [w, d, m, x, xq, xd, y] = bufs;
     let cols = shape.blocks * BLOCK;
-    let words = cols / 4;
+    // Blocks are quantized alone: a batch's vectors are one long vector to the quantizer.
+    let words = tokens * cols / 4;
     let (count, dim) = grid(words, QUANT_UNITS);
     // SAFETY: the callers allocate each buffer with at least the element count given here (the
     // engine in `Engine::new`, the gate from the cell's sizes).
@@ -192,19 +194,22 @@ pub fn launch_twin(client: &Client, shape: MatvecShape, bufs: [&Handle; 7], targ
             target,
         );
     }
-    launch_product(client, shape, [w, d, m, xq, xd, y], target);
+    launch_product(client, (shape, tokens), [w, d, m, xq, xd, y], target);
 }
 
-/// The engine's [`qmatvec`] alone with `target`, on activations already quantized (`xq`, `xd`:
-/// by the quantizer, or by a fused kernel of [`crate::fused`]): `bufs` are the words, scales,
-/// minima, quantized activations, their scales and the output.
-pub fn launch_product(client: &Client, shape: MatvecShape, bufs: [&Handle; 6], target: Target) {
+/// The engine's [`qmatvec`] alone with `target`, on `tokens` activation vectors already
+/// quantized (`xq`, `xd`: by the quantizer, or by a fused kernel of [`crate::fused`]): `bufs`
+/// are the words, scales, minima, quantized activations, their scales and the output. A batch's
+/// units take [`TOKENS_PER_UNIT`] tokens each.
+pub fn launch_product(client: &Client, (shape, tokens): (MatvecShape, usize), bufs: [&Handle; 6], target: Target) {
     let [w, d, m, xq, xd, y] = bufs;
     let mins = if shape.ty == QuantType::Q4_1 { shape.rows * shape.blocks } else { 1 };
+    let per_unit = if tokens > 1 { TOKENS_PER_UNIT } else { 1 };
+    let t = tokens;
     // SAFETY: as in `launch_twin`.
     unsafe {
         let width = lanes::units(&target, LANES_8);
-        let (count, dim) = grid(shape.rows * width as usize, UNITS);
+        let (count, dim) = batch_grid(shape.rows * width as usize, UNITS, t.div_ceil(per_unit as usize));
         qmatvec::launch_with(
             client,
             count,
@@ -212,27 +217,30 @@ pub fn launch_product(client: &Client, shape: MatvecShape, bufs: [&Handle; 6], t
             BufferArg::from_raw_parts(w.clone(), shape.rows * shape.blocks * shape.ty.vectors()),
             BufferArg::from_raw_parts(d.clone(), shape.rows * shape.blocks),
             BufferArg::from_raw_parts(m.clone(), mins),
-            BufferArg::from_raw_parts(xq.clone(), shape.blocks * 2),
-            BufferArg::from_raw_parts(xd.clone(), shape.blocks),
-            BufferArg::from_raw_parts(y.clone(), shape.rows),
+            BufferArg::from_raw_parts(xq.clone(), t * shape.blocks * 2),
+            BufferArg::from_raw_parts(xd.clone(), t * shape.blocks),
+            BufferArg::from_raw_parts(y.clone(), t * shape.rows),
+            t as u32,
             shape,
             width,
+            per_unit,
             target,
         );
     }
 }
 
-/// `y = W·q8_1(x)` (or `y += …` with `shape.accumulate`, the cell with the residual add) with
-/// the candidate the device's record selects (`island_runtime::dispatch::choose`). `params`
-/// holds `{rows, cols, accumulate}` as u32 (the incumbents' scalars).
+/// `y = W·q8_1(x)` (or `y += …` with `shape.accumulate`, the cell with the residual add) for
+/// each of `tokens` vectors, with the candidate the device's record selects
+/// (`island_runtime::dispatch::choose`). `params` holds `{rows, cols, accumulate}` as u32 (the
+/// incumbents' scalars).
 pub fn matvec(
     client: &Client,
-    shape: MatvecShape,
+    (shape, tokens): (MatvecShape, usize),
     bufs: [&Handle; 7],
     params: &Handle,
     target: Target,
 ) -> Result<(), CellError> {
-    launch_choice(dispatch::choose(client, &key_of(&shape))?, client, shape, bufs, params, target)
+    launch_choice(dispatch::choose(client, &key_of(&shape))?, client, (shape, tokens), bufs, params, target)
 }
 
 /// [`matvec`] with the candidate given: the twin with `target` (or with `default` in every
@@ -240,7 +248,7 @@ pub fn matvec(
 pub fn launch_choice(
     choice: Choice,
     client: &Client,
-    shape: MatvecShape,
+    (shape, tokens): (MatvecShape, usize),
     bufs: [&Handle; 7],
     params: &Handle,
     target: Target,
@@ -251,8 +259,8 @@ pub fn launch_choice(
         choice,
         client,
         target,
-        cells_shape,
-        |t| launch_twin(client, shape, bufs, t),
+        (cells_shape, tokens),
+        |t| launch_twin(client, (shape, tokens), bufs, t),
         || IncumbentBuffers {
             inputs: vec![w.clone(), d.clone(), m.clone(), x.clone(), params.clone()],
             scratch: vec![xq.clone(), xd.clone()],

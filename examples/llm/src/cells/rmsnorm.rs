@@ -4,7 +4,7 @@
 
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::Draw;
-use crate::kernels::{UNITS, grid, rmsnorm as kernel};
+use crate::kernels::{UNITS, batch_grid, rmsnorm as kernel};
 use crate::lanes::{self, LANES_32};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -64,30 +64,38 @@ pub const RMSNORM: Op = Op {
         f32::as_bytes(&y).to_vec()
     },
     twin: |client, s, b, target| {
-        launch_twin(client, s.cols, EPS, [&b.inputs[0], &b.inputs[1], b.out], target);
+        launch_twin(client, s.cols, EPS, 1, [&b.inputs[0], &b.inputs[1], b.out], target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs")],
 };
 island_runtime::op!(RMSNORM);
 
-/// The engine's [`rmsnorm`](crate::kernels::rmsnorm) of `x` (`n` values) with `w` into `y`.
-pub fn launch_twin(client: &Client, n: usize, eps: f32, [x, w, y]: [&Handle; 3], target: Target) {
-    let (count, dim) = grid(n, UNITS);
+/// The engine's [`rmsnorm`](crate::kernels::rmsnorm) of each of `tokens` vectors `x` (`n`
+/// values) with `w` into `y`.
+pub fn launch_twin(client: &Client, n: usize, eps: f32, tokens: usize, [x, w, y]: [&Handle; 3], target: Target) {
+    let (count, dim) = batch_grid(n, UNITS, tokens);
     let width = lanes::units(&target, LANES_32);
-    // SAFETY: the callers allocate `x`, `w` and `y` with `n` values.
-    unsafe { kernel::launch_with(client, count, dim, arg(x, n), arg(w, n), arg(y, n), eps, n, width, target) };
+    let t = tokens;
+    // SAFETY: the callers allocate `x` and `y` with `tokens · n` values, `w` with `n`.
+    unsafe { kernel::launch_with(client, count, dim, arg(x, t * n), arg(w, n), arg(y, t * n), eps, n, width, target) };
 }
 
-/// RMSNorm of `x` (`n` values) with `w` into `y`, with the candidate the device's record
-/// selects.
-pub fn rmsnorm(client: &Client, n: usize, eps: f32, [x, w, y]: [&Handle; 3], target: Target) -> Result<(), CellError> {
+/// RMSNorm of each of `tokens` vectors `x` (`n` values) with `w` into `y`, with the candidate
+/// the device's record selects.
+pub fn rmsnorm(
+    client: &Client,
+    (n, tokens): (usize, usize),
+    eps: f32,
+    [x, w, y]: [&Handle; 3],
+    target: Target,
+) -> Result<(), CellError> {
     run(
         client,
         &KEY,
         target,
-        Shape { rows: 1, cols: n },
-        |t| launch_twin(client, n, eps, [x, w, y], t),
+        (Shape { rows: 1, cols: n }, tokens),
+        |t| launch_twin(client, n, eps, tokens, [x, w, y], t),
         || IncumbentBuffers {
             inputs: vec![x.clone(), w.clone(), scalars(client, &[n as u32, eps.to_bits()])],
             scratch: Vec::new(),

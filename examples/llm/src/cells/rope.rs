@@ -8,7 +8,7 @@
 use super::attention::{SHAPES, attn, check, values};
 use super::choice::{IncumbentBuffers, arg, run, scalars};
 use crate::deciding::Draw;
-use crate::kernels::{AttnShape, UNITS, grid, rope_store, slots};
+use crate::kernels::{AttnShape, UNITS, batch_grid, rope_store, slots};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
@@ -80,25 +80,25 @@ pub const ROPE: Op = Op {
         let a = attn(s);
         let keys = a.heads * HD;
         let bufs = [&b.inputs[0], b.out, &b.inputs[1], &b.inputs[2], &b.inputs[3]];
-        launch_twin(client, a, bufs, 2, [keys, keys + s.cols * a.kv_heads * HD], target);
+        launch_twin(client, (a, 1), bufs, 2, [keys, keys + s.cols * a.kv_heads * HD], target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs")],
 };
 island_runtime::op!(ROPE);
 
-/// The engine's [`rope_store`](crate::kernels::rope_store) of `qkv` into `state` with the tables
-/// `cos`, `sin`, at position `step[at]`, the layer's key and value caches starting at value
-/// offsets `keys` and `values` of the state.
+/// The engine's [`rope_store`](crate::kernels::rope_store) of each of `tokens` tokens' `qkv`
+/// into `state` with the tables `cos`, `sin`, at positions from `step[at]`, the layer's key and
+/// value caches starting at value offsets `keys` and `values` of the state.
 pub fn launch_twin(
     client: &Client,
-    a: AttnShape,
+    (a, tokens): (AttnShape, usize),
     [qkv, state, cos, sin, step]: [&Handle; 5],
     at: usize,
     [keys, values_at]: [usize; 2],
     target: Target,
 ) {
-    let (count, dim) = grid(a.heads * HD / 2 + a.kv_heads * HD, UNITS);
+    let (count, dim) = batch_grid(a.heads * HD / 2 + a.kv_heads * HD, UNITS, tokens);
     // SAFETY: the lengths are the handles' own.
     unsafe {
         rope_store::launch_with(
@@ -119,12 +119,13 @@ pub fn launch_twin(
     };
 }
 
-/// RoPE of `qkv` into `state` at position `pos` (see [`launch_twin`]), with the candidate the
-/// device's record selects: the twin reads the position from the engine's step buffer `step`
-/// ([`slots::POS`]), an incumbent from its own scalars.
+/// RoPE of each of `tokens` tokens' `qkv` into `state` from position `pos` (see
+/// [`launch_twin`]), with the candidate the device's record selects: the twin reads the position
+/// from the engine's step buffer `step` ([`slots::POS`]), an incumbent its one token's from its
+/// own scalars.
 pub fn rope(
     client: &Client,
-    a: AttnShape,
+    (a, tokens): (AttnShape, usize),
     [qkv, state, cos, sin, step]: [&Handle; 5],
     pos: usize,
     [keys, values_at]: [usize; 2],
@@ -136,8 +137,8 @@ pub fn rope(
         client,
         &KEY,
         target,
-        Shape { rows: a.heads, cols: a.context },
-        |t| launch_twin(client, a, [qkv, state, cos, sin, step], slots::POS, [keys, values_at], t),
+        (Shape { rows: a.heads, cols: a.context }, tokens),
+        |t| launch_twin(client, (a, tokens), [qkv, state, cos, sin, step], slots::POS, [keys, values_at], t),
         || IncumbentBuffers {
             inputs: vec![
                 qkv.clone(),

@@ -2,7 +2,7 @@
 
 use super::choice::{IncumbentBuffers, run};
 use crate::deciding::swiglu_pairs;
-use crate::kernels::{UNITS, grid};
+use crate::kernels::{UNITS, batch_grid};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
@@ -46,35 +46,36 @@ pub const SWIGLU: Op = Op {
         f32::as_bytes(&a).to_vec()
     },
     twin: |client, s, b, target| {
-        launch_swiglu(client, s.cols, &b.inputs[0], b.out, target);
+        launch_swiglu(client, s.cols, 1, &b.inputs[0], b.out, target);
         Ok(())
     },
     twin_source: &[include_str!("../kernels.rs"), include_str!("../math.rs")],
 };
 island_runtime::op!(SWIGLU);
 
-/// The engine's [`swiglu`](crate::kernels::swiglu) kernel over `n` pairs with `target`.
-pub fn launch_swiglu(client: &Client, n: usize, gate_up: &Handle, a: &Handle, target: Target) {
-    let (count, dim) = grid(n, UNITS);
-    // SAFETY: the callers allocate `gate_up` with 2n values and `a` with n.
+/// The engine's [`swiglu`](crate::kernels::swiglu) kernel over `n` pairs of each of `tokens`
+/// tokens with `target`.
+pub fn launch_swiglu(client: &Client, n: usize, tokens: usize, gate_up: &Handle, a: &Handle, target: Target) {
+    let (count, dim) = batch_grid(n, UNITS, tokens);
+    // SAFETY: the callers allocate `gate_up` with `tokens · 2n` values and `a` with `tokens · n`.
     unsafe {
         crate::kernels::swiglu::launch_with(
             client,
             count,
             dim,
-            BufferArg::from_raw_parts(gate_up.clone(), 2 * n),
-            BufferArg::from_raw_parts(a.clone(), n),
+            BufferArg::from_raw_parts(gate_up.clone(), tokens * 2 * n),
+            BufferArg::from_raw_parts(a.clone(), tokens * n),
             n,
             target,
         );
     }
 }
 
-/// SwiGLU over `n` pairs with the candidate the device's record selects; `params` holds `{n}`
-/// as u32.
+/// SwiGLU over `n` pairs of each of `tokens` tokens with the candidate the device's record
+/// selects; `params` holds `{n}` as u32.
 pub fn swiglu(
     client: &Client,
-    n: usize,
+    (n, tokens): (usize, usize),
     gate_up: &Handle,
     a: &Handle,
     params: &Handle,
@@ -84,8 +85,8 @@ pub fn swiglu(
         client,
         &SWIGLU_KEY,
         target,
-        Shape { rows: 1, cols: n },
-        |t| launch_swiglu(client, n, gate_up, a, t),
+        (Shape { rows: 1, cols: n }, tokens),
+        |t| launch_swiglu(client, n, tokens, gate_up, a, t),
         || IncumbentBuffers { inputs: vec![gate_up.clone(), params.clone()], scratch: Vec::new(), out: a.clone() },
     )
 }
