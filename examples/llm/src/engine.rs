@@ -373,7 +373,10 @@ impl Engine {
             }
             Ok(graph) => Replay::Recorded(graph),
             Err(why) => {
-                let why = why.lines().find(|l| l.contains("Caused by")).map_or(why.as_str(), str::trim).to_string();
+                // CubeCL's errors read "…\nCaused by:\n  {reason}\nBacktrace:…": the reason.
+                let mut lines = why.lines().map(str::trim);
+                let why = lines.find(|l| *l == "Caused by:").and_then(|_| lines.next()).unwrap_or(why.trim());
+                let why = why.to_string();
                 log::info!("{part:?} of the step is launched at every step: recording it failed: {why}");
                 Replay::Launched(format!("not recorded: {why}"))
             }

@@ -114,7 +114,6 @@ pub fn qmatvec(
     #[comptime] batch: u32,
 ) {
     let rows = comptime!(shape.rows);
-    let blocks = comptime!(shape.blocks);
     let units = comptime!(width as usize);
     let per = comptime!((LANES_8 / width) as usize);
     let nb = comptime!(batch as usize);
@@ -126,26 +125,12 @@ pub fn qmatvec(
     let t0 = cube_row() * nb;
     let last = tokens as usize - 1;
     let mut p = Array::<f32>::new(comptime!(per * nb));
-    for k in 0..per {
-        let lane = first + k;
-        #[unroll]
-        for j in 0..nb {
-            p[j * per + k] = 0.0f32;
-        }
-        if comptime!(blocks <= UNROLL * 8) {
-            // Unrolled, so that every block's loads are in flight at once; a lane's last block
-            // may lie past the row's end.
-            #[unroll]
-            for t in 0..comptime!(blocks.div_ceil(8)) {
-                let b = lane + 8 * t;
-                if b < blocks {
-                    block_terms(w, d, m, xq, xd, r, b, &mut p, k, t0, last, shape, per, nb, target);
-                }
-            }
-        } else {
-            for t in 0..(blocks + 7 - lane) / 8 {
-                block_terms(w, d, m, xq, xd, r, lane + 8 * t, &mut p, k, t0, last, shape, per, nb, target);
-            }
+    if comptime!(per == 1) {
+        // Every index into `p` a constant: the partials stay in registers.
+        lane_blocks(w, d, m, xq, xd, r, first, &mut p, 0, t0, last, shape, per, nb, target);
+    } else {
+        for k in 0..per {
+            lane_blocks(w, d, m, xq, xd, r, first + k, &mut p, k, t0, last, shape, per, nb, target);
         }
     }
     #[unroll]
@@ -160,6 +145,49 @@ pub fn qmatvec(
             } else {
                 y[at] = sum;
             }
+        }
+    }
+}
+
+/// Lane `lane`'s blocks of row `row` folded into its partial `k` of each of `batch` tokens
+/// from `t0` (see [`block_terms`]), in order from `+0.0`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn lane_blocks(
+    w: &[Vector<i32, Const<4>>],
+    d: &[f32],
+    m: &[f32],
+    xq: &[Vector<i32, Const<4>>],
+    xd: &[f32],
+    row: usize,
+    lane: usize,
+    p: &mut Array<f32>,
+    k: usize,
+    t0: usize,
+    last: usize,
+    #[comptime] shape: MatvecShape,
+    #[comptime] per: usize,
+    #[comptime] batch: usize,
+    #[comptime] target: Target,
+) {
+    let blocks = comptime!(shape.blocks);
+    #[unroll]
+    for j in 0..batch {
+        p[j * per + k] = 0.0f32;
+    }
+    if comptime!(blocks <= UNROLL * 8) {
+        // Unrolled, so that every block's loads are in flight at once; a lane's last block may
+        // lie past the row's end.
+        #[unroll]
+        for t in 0..comptime!(blocks.div_ceil(8)) {
+            let b = lane + 8 * t;
+            if b < blocks {
+                block_terms(w, d, m, xq, xd, row, b, p, k, t0, last, shape, per, batch, target);
+            }
+        }
+    } else {
+        for t in 0..(blocks + 7 - lane) / 8 {
+            block_terms(w, d, m, xq, xd, row, lane + 8 * t, p, k, t0, last, shape, per, batch, target);
         }
     }
 }

@@ -50,6 +50,9 @@ struct Args {
     /// Wrap the prompt as one user message of the model's chat template.
     #[arg(long)]
     chat: bool,
+    /// Keep only the prompt's first N tokens (to time a prompt of a given length).
+    #[arg(long, value_name = "N")]
+    prompt_tokens: Option<usize>,
     /// Also run `cpu` (the CPU runtime) or `reference` (plain Rust, the same operations) and
     /// compare every step's logits byte for byte, or `float` (the textbook forward pass in f64 on
     /// the same tokens) and report how far the logits are and whether greedy picks agree.
@@ -64,6 +67,11 @@ struct Args {
     /// Generate all --tokens even past the end-of-sequence token (for timing).
     #[arg(long)]
     ignore_eos: bool,
+    /// Before the timed run, run the prompt and one step once (every kernel compiled, the step
+    /// recorded) and start the sequence again: the times are then the kernels', not the
+    /// compiler's.
+    #[arg(long)]
+    warmup: bool,
     /// Print nothing per step (only the summary).
     #[arg(long)]
     quiet: bool,
@@ -119,7 +127,16 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     drop(bytes);
     let tok = Tok::new(&model.vocab)?;
     let text = if args.chat { chat(&args.prompt) } else { args.prompt.clone() };
-    let prompt = tok.encode(&text)?;
+    let mut prompt = tok.encode(&text)?;
+    if let Some(n) = args.prompt_tokens {
+        if n > prompt.len() {
+            return Err(LlmError::Setting(format!(
+                "--prompt-tokens {n}: the prompt has only {} tokens",
+                prompt.len()
+            )));
+        }
+        prompt.truncate(n);
+    }
     if prompt.is_empty() || args.tokens == 0 {
         return Err(LlmError::Setting("the prompt and --tokens must be non-empty".into()));
     }
@@ -159,6 +176,10 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     print!("{shown}");
     let quiet = args.quiet;
     let stop = (!args.ignore_eos).then_some(model.vocab.eos);
+    if args.warmup {
+        generate::generate(&mut engine, &prompt, 2, None, |_, _| {})?;
+        engine.reset();
+    }
     let ours = generate::generate(&mut engine, &prompt, args.tokens, stop, |_, _| {})?;
     // The text, then the per-step hashes (printed after the run, not to time the printing).
     let text = tok.decode(&[prompt.clone(), ours.tokens()].concat())?;
@@ -171,10 +192,12 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     }
     println!("steps: {}", engine.replay_state());
     println!(
-        "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}), decode {:.1} tokens/s ({} tokens), {} characters",
+        "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}: {:.0} tokens/s{}), decode {:.1} tokens/s ({} tokens), {} characters",
         args.runtime.as_str(),
         ours.prefill.as_secs_f64() * 1e3,
         prompt.len(),
+        prompt.len() as f64 / ours.prefill.as_secs_f64().max(1e-9),
+        if args.warmup { ", warm" } else { ", compiling included" },
         ours.tokens_per_second(),
         ours.steps.len(),
         shown.len()
