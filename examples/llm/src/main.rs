@@ -130,10 +130,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     let mut prompt = tok.encode(&text)?;
     if let Some(n) = args.prompt_tokens {
         if n > prompt.len() {
-            return Err(LlmError::Setting(format!(
-                "--prompt-tokens {n}: the prompt has only {} tokens",
-                prompt.len()
-            )));
+            return Err(LlmError::Setting(format!("--prompt-tokens {n}: the prompt has only {} tokens", prompt.len())));
         }
         prompt.truncate(n);
     }
