@@ -189,7 +189,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     }
     println!("steps: {}", engine.replay_state());
     println!(
-        "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}: {:.0} tokens/s{}), decode {:.1} tokens/s ({} tokens), {} characters",
+        "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}: {:.1} tokens/s{}), decode {:.1} tokens/s ({} tokens), {} characters",
         args.runtime.as_str(),
         ours.prefill.as_secs_f64() * 1e3,
         prompt.len(),
