@@ -17,7 +17,7 @@ use island_runtime::prelude::*;
 /// memory, `src` global.
 #[intrinsic(
     name = "cp_async::copy16",
-    semantics = defined,
+    semantics = synchronizing("the wait, fence and barrier phase that order an asynchronous copy with its readers"),
     summary = "16 bytes from global to shared memory, completing asynchronously (sm_80+), visible after `wait` and a barrier",
     check = crate::cp_async::cp_async_copy,
     lowerings(cuda => "cp.async.cg.shared.global" sass "LDGSTS"),
@@ -49,7 +49,7 @@ pub mod copy16 {
 /// Closes this unit's copies issued since the last commit into one group.
 #[intrinsic(
     name = "cp_async::commit",
-    semantics = defined,
+    semantics = synchronizing("the wait, fence and barrier phase that order an asynchronous copy with its readers"),
     summary = "closes this unit's outstanding asynchronous copies into a group (sm_80+)",
     check = crate::cp_async::cp_async_copy,
     lowerings(cuda => "cp.async.commit_group" sass "LDGDEPBAR"),
@@ -70,7 +70,7 @@ pub mod commit {
 /// Waits until at most `pending` of this unit's committed groups are in flight.
 #[intrinsic(
     name = "cp_async::wait",
-    semantics = defined,
+    semantics = synchronizing("the wait, fence and barrier phase that order an asynchronous copy with its readers"),
     summary = "waits until at most `pending` of this unit's copy groups are in flight (sm_80+)",
     check = crate::cp_async::cp_async_copy,
     lowerings(cuda => "cp.async.wait_group" sass "DEPBAR"),

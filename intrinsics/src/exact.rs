@@ -99,7 +99,7 @@ pub fn contraction_canary(acc: f32, x: f32, y: f32, #[comptime] target: Target) 
 /// PTX `mul.rn.f32` then `add.rn.f32`: two roundings, never contracted.
 #[intrinsic(
     name = "exact::mul_add<f32>",
-    semantics = defined,
+    semantics = float_device_defined("whether a subnormal operand or result is flushed to zero: the compiler's flags and the driver decide"),
     summary = "a·b + c in binary32 with two roundings: PTX mul.rn then add.rn, which ptxas never contracts",
     check = mul_add,
     lowerings(cuda => "mul.rn.f32" sass "FMUL"),
@@ -134,7 +134,7 @@ pub mod unfused_mul_add {
 /// CUDA's `fma` on f32: `fma.rn.f32`, one rounding.
 #[intrinsic(
     name = "exact::fma<f32>",
-    semantics = defined,
+    semantics = float_device_defined("whether a subnormal operand or result is flushed to zero: the compiler's flags and the driver decide"),
     summary = "a·b + c in binary32 with one rounding (CUDA's fma is fma.rn.f32)",
     check = fma,
     lowerings(cuda => "fma(" sass "FFMA"),
@@ -181,7 +181,7 @@ pub mod vulkan_fma {
 /// CUDA's `/` on f32: `div.rn.f32` without fast math.
 #[intrinsic(
     name = "exact::div<f32>",
-    semantics = defined,
+    semantics = float_device_defined("whether a subnormal operand or result is flushed to zero: the compiler's flags and the driver decide"),
     summary = "a / b in binary32, correctly rounded (CUDA's `/` without fast math is div.rn.f32)",
     check = div,
     lowerings(cuda => " / "),
@@ -204,7 +204,7 @@ pub mod ieee_div {
 /// CUDA's `sqrt` on f32: `sqrt.rn.f32` without fast math.
 #[intrinsic(
     name = "exact::sqrt<f32>",
-    semantics = defined,
+    semantics = float_device_defined("whether a subnormal operand or result is flushed to zero: the compiler's flags and the driver decide"),
     summary = "sqrt(x) in binary32, correctly rounded (CUDA's `sqrt` without fast math is sqrt.rn.f32)",
     check = sqrt,
     lowerings(cuda => "sqrt("),

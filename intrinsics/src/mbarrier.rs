@@ -28,7 +28,7 @@ use island_runtime::prelude::*;
 /// it for each barrier, before a cube barrier that precedes any other use.
 #[intrinsic(
     name = "mbarrier::init",
-    semantics = defined,
+    semantics = synchronizing("a barrier's arrival count and phase parity, and the waits that read them"),
     summary = "initializes a shared-memory barrier to `count` arrivals per phase (sm_90; one unit, then a cube barrier)",
     check = crate::mbarrier::mbarrier_pipeline,
     lowerings(cuda if sm >= 90 => "mbarrier.init.shared::cta.b64"),
@@ -58,7 +58,7 @@ pub mod init {
 /// accesses happen before the phase completes).
 #[intrinsic(
     name = "mbarrier::arrive",
-    semantics = defined,
+    semantics = synchronizing("a barrier's arrival count and phase parity, and the waits that read them"),
     summary = "one arrival on a shared-memory barrier's current phase, with release semantics (sm_90)",
     check = crate::mbarrier::mbarrier_pipeline,
     lowerings(cuda if sm >= 90 => "mbarrier.arrive.shared::cta.b64" sass "SYNCS.ARRIVE"),
@@ -87,7 +87,7 @@ pub mod arrive {
 /// the same point (the emulation's contract, above).
 #[intrinsic(
     name = "mbarrier::wait",
-    semantics = defined,
+    semantics = synchronizing("a barrier's arrival count and phase parity, and the waits that read them"),
     summary = "waits for a phase of a shared-memory barrier by parity, with acquire semantics (sm_90; every unit at the same point)",
     check = crate::mbarrier::mbarrier_pipeline,
     lowerings(cuda if sm >= 90 => "mbarrier.try_wait.parity.shared::cta.b64" sass "SYNCS.PHASECHK"),
@@ -122,7 +122,7 @@ pub mod wait {
 /// so the barrier's count includes one per unit that calls it.
 #[intrinsic(
     name = "mbarrier::arrive_on_copies",
-    semantics = defined,
+    semantics = synchronizing("a barrier's arrival count and phase parity, and the waits that read them"),
     summary = "an mbarrier arrival once this unit's earlier asynchronous copies have landed (sm_90 here)",
     check = crate::mbarrier::mbarrier_pipeline,
     lowerings(cuda if sm >= 90 => "cp.async.mbarrier.arrive.noinc.shared::cta.b64" sass "ARRIVES"),

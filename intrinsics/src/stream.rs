@@ -16,7 +16,7 @@ use island_runtime::prelude::*;
 /// `src[index]`, loaded without allocating in L1 where the target is a CUDA device.
 #[intrinsic(
     name = "stream::load<i32>",
-    semantics = defined,
+    semantics = synchronizing("a non-coherent load: a write to its buffer while the kernel runs is not seen"),
     summary = "a read-only load that does not allocate in L1 (data read once)",
     check = crate::stream::stream_load,
     lowerings(cuda => "ld.global.nc.L1::no_allocate.b32"),
@@ -44,7 +44,7 @@ pub mod load {
 /// CUDA device.
 #[intrinsic(
     name = "stream::load<i32x4>",
-    semantics = defined,
+    semantics = synchronizing("a non-coherent load: a write to its buffer while the kernel runs is not seen"),
     summary = "a read-only 16-byte load that does not allocate in L1 (data read once)",
     check = crate::stream::stream_load_x4,
     lowerings(cuda => "ld.global.nc.L1::no_allocate.v4.b32"),

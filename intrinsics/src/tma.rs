@@ -37,7 +37,7 @@ use island_runtime::tensor_map::TmaTile;
 /// before its first copy (a fence per copy would also invalidate the cached map each time).
 #[intrinsic(
     name = "tma::acquire_map",
-    semantics = defined,
+    semantics = synchronizing("the wait, fence and barrier phase that order an asynchronous copy with its readers"),
     summary = "acquires a tensor map written before the launch for the copy engine's proxy, once per map (sm_90)",
     check = crate::tma::tma_load_2d,
     lowerings(cuda if sm >= 90 => "fence.proxy.tensormap::generic.acquire.gpu" sass "UTMACCTL"),
@@ -63,7 +63,7 @@ pub mod acquire_map {
 /// issues the copies calls it, before or after issuing them, once per phase.
 #[intrinsic(
     name = "mbarrier::arrive_expect_tx",
-    semantics = defined,
+    semantics = synchronizing("the wait, fence and barrier phase that order an asynchronous copy with its readers"),
     summary = "one mbarrier arrival that also expects `bytes` of asynchronous copies on the phase (sm_90)",
     check = crate::tma::tma_load_2d,
     lowerings(cuda if sm >= 90 => "mbarrier.arrive.expect_tx.shared::cta.b64" sass "SYNCS.ARRIVE.TRANS64"),
@@ -93,7 +93,7 @@ pub mod arrive_expect_tx {
 /// `tile` (`map`'s `TILE`) says; the native copy reads it through the map. One unit calls it.
 #[intrinsic(
     name = "tma::load_2d",
-    semantics = defined,
+    semantics = synchronizing("the wait, fence and barrier phase that order an asynchronous copy with its readers"),
     summary = "one unit copies a swizzled box of a 2-D tensor to shared memory, zeros out of bounds, completing on an mbarrier (sm_90)",
     check = crate::tma::tma_load_2d,
     lowerings(cuda if sm >= 90 => "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" sass "UTMALDG"),

@@ -179,7 +179,7 @@ pub(crate) fn mma_ptx(kind: Kind, n: u32, steps: u32, a: Layout, b: Layout) -> S
 /// `N / 2` registers (layout above). `N` is 8…256, a multiple of 8.
 #[intrinsic(
     name = "wgmma::m64nNk32<s8>",
-    semantics = defined,
+    semantics = synchronizing("the fence before, and the commit and wait after, an asynchronous tensor-core product"),
     summary = "64×N s32 tile += 64×32k s8 · 32k×N s8, both from shared memory through matrix descriptors (interleaved or 32/64/128-byte swizzle), one warpgroup (sm_90a)",
     check = [crate::wgmma::wgmma_interleaved, crate::wgmma::wgmma_swizzle128, crate::wgmma::wgmma_swizzle64_32],
     lowerings(cuda if sm == 90 => "wgmma.mma_async.sync.aligned.m64n" sass "IGMMA"),
@@ -459,7 +459,7 @@ pub mod m64n_k16_bf16 {
 /// [`m64n_k32_s8`] (the async proxy), ahead of the cube barrier before the call.
 #[intrinsic(
     name = "wgmma::fence_shared",
-    semantics = defined,
+    semantics = synchronizing("the fence before, and the commit and wait after, an asynchronous tensor-core product"),
     summary = "orders this unit's shared-memory stores before later wgmma reads of them (async-proxy fence, sm_90)",
     check = [crate::wgmma::wgmma_interleaved, crate::wgmma::wgmma_swizzle128, crate::wgmma::wgmma_swizzle64_32],
     lowerings(cuda if sm >= 90 => "fence.proxy.async.shared::cta" sass "FENCE.VIEW.ASYNC.S"),

@@ -132,7 +132,7 @@ pub(crate) fn loop_ptx(n: u32, stages: u32, tile_a: TmaTile, tile_b: TmaTile) ->
 /// are the tensors the maps describe (`k_tiles` below 2^16).
 #[intrinsic(
     name = "wgmma_loop::tma<s8>",
-    semantics = defined,
+    semantics = synchronizing("the pipeline's barrier phases, slot reuse and the tensor-core groups in flight"),
     summary = "a cube's whole k loop: TMA boxes into a ring of 128-byte-swizzled stages, per stage four m64nNk32 s8 wgmmas per warpgroup kept in flight one stage deep, mbarriers between them (sm_90a)",
     check = crate::wgmma_loop::wgmma_loop_tma,
     lowerings(cuda if sm == 90 => "wgmma.wait_group.sync.aligned 1" sass "IGMMA"),

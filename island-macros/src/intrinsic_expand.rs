@@ -21,6 +21,9 @@ fn semantics(this: Option<&SemanticsArg>) -> TokenStream {
         Some(SemanticsArg { keyword, what: Some(what) }) if keyword == "float_device_defined" => {
             quote!(#rt::Semantics::FloatDeviceDefined(#what))
         }
+        Some(SemanticsArg { keyword, what: Some(what) }) if keyword == "synchronizing" => {
+            quote!(#rt::Semantics::Synchronizing(#what))
+        }
         Some(SemanticsArg { what, .. }) => quote!(#rt::Semantics::DeviceDefined(#what)),
     }
 }

@@ -17,7 +17,8 @@ pub struct Args {
     pub semantics: Option<SemanticsArg>,
 }
 
-/// `semantics = defined`, `float_device_defined("…")` or `device_defined("…")`.
+/// `semantics = defined`, `float_device_defined("…")`, `device_defined("…")` or
+/// `synchronizing("…")`.
 pub struct SemanticsArg {
     pub keyword: Ident,
     pub what: Option<LitStr>,
@@ -28,7 +29,7 @@ impl Parse for SemanticsArg {
         let keyword: Ident = input.parse()?;
         let what = match keyword.to_string().as_str() {
             "defined" => None,
-            "float_device_defined" | "device_defined" => {
+            "float_device_defined" | "device_defined" | "synchronizing" => {
                 let content;
                 parenthesized!(content in input);
                 Some(content.parse::<LitStr>()?)
@@ -45,7 +46,8 @@ impl Parse for SemanticsArg {
 }
 
 /// The classes `semantics = …` accepts.
-pub const SEMANTICS: &str = "defined, float_device_defined(\"what the device decides\") or device_defined(\"…\")";
+pub const SEMANTICS: &str =
+    "defined, float_device_defined(\"what the device decides\"), device_defined(\"…\") or synchronizing(\"…\")";
 
 /// `vulkan if dp4a => "OpSDot"`, or `cuda if dp4a => "__dp4a(" sass "IDP.4A"`.
 pub struct Row {

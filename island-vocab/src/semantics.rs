@@ -10,6 +10,11 @@
 //! | [`Semantics::Defined`] | the instruction's specification alone (integer arithmetic, bit moves, copies, IEEE-754 correctly rounded operations) | every device of the backend |
 //! | [`Semantics::FloatDeviceDefined`] | the specification for integer operands; the device for float operands (reduction order, subnormal handling) | every device for integer operands; for float operands only a device with a passing record |
 //! | [`Semantics::DeviceDefined`] | the device, whatever the operands (tensor-core float accumulation) | only a device with a passing record |
+//! | [`Semantics::Synchronizing`] | the specification, *if* the program waits, fences and counts phases as it must: the CPU runs units in an order where a missing wait passes (async copies, barriers, non-coherent loads) | only a device with a passing record |
+//!
+//! An arm runs without a record only where every intrinsic it lowers natively is defined for its
+//! operands and the arm's own code does no float arithmetic (island-runtime's
+//! `codegen::float_arithmetic`).
 
 use std::fmt;
 
@@ -23,6 +28,10 @@ pub enum Semantics {
     FloatDeviceDefined(&'static str),
     /// The device decides what is named here, for every operand type.
     DeviceDefined(&'static str),
+    /// Fixed by the specification for a program that synchronizes correctly; what is named here
+    /// (a wait, a fence, a barrier's phase) is invisible to a CPU proof, whose units run in an
+    /// order where a missing one passes, so only a device run shows it.
+    Synchronizing(&'static str),
 }
 
 impl Semantics {
@@ -31,7 +40,7 @@ impl Semantics {
     pub fn device_defined(self, operand_types: &[&str]) -> Option<&'static str> {
         match self {
             Semantics::Defined => None,
-            Semantics::DeviceDefined(what) => Some(what),
+            Semantics::DeviceDefined(what) | Semantics::Synchronizing(what) => Some(what),
             Semantics::FloatDeviceDefined(what) => operand_types.iter().any(|t| is_float_type(t)).then_some(what),
         }
     }
@@ -42,6 +51,7 @@ impl Semantics {
             Semantics::Defined => "defined",
             Semantics::FloatDeviceDefined(_) => "float_device_defined",
             Semantics::DeviceDefined(_) => "device_defined",
+            Semantics::Synchronizing(_) => "synchronizing",
         }
     }
 }
@@ -52,6 +62,7 @@ impl fmt::Display for Semantics {
             Semantics::Defined => f.write_str("defined"),
             Semantics::FloatDeviceDefined(what) => write!(f, "device-defined for float operands ({what})"),
             Semantics::DeviceDefined(what) => write!(f, "device-defined ({what})"),
+            Semantics::Synchronizing(what) => write!(f, "synchronizing ({what}: a CPU proof cannot see it missing)"),
         }
     }
 }
@@ -79,5 +90,6 @@ mod tests {
         assert_eq!(s.device_defined(&[]), None);
         assert_eq!(Semantics::Defined.device_defined(&["f32"]), None);
         assert_eq!(Semantics::DeviceDefined("acc").device_defined(&[]), Some("acc"));
+        assert_eq!(Semantics::Synchronizing("a wait").device_defined(&["u32"]), Some("a wait"));
     }
 }

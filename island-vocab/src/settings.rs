@@ -43,11 +43,12 @@ const PROOF_READERS: &str = "the proofs harness, `islands prove`, `conform`, `ga
 
 pub const POLICY: Setting = Setting {
     name: "ISLANDS_POLICY",
-    meaning: "How a launch consults the ledgers: `trust` runs an arm where a record or its semantic class shows it \
-              exact, `strict` only where a current `flipped` record of the exact device does, `off` wherever its \
-              guard holds",
-    kind: Kind::Choice(&["trust", "strict", "off"]),
-    default: "trust",
+    meaning: "How a launch consults the ledgers: `evidence` runs an arm where a record, or its semantic class on a \
+              runtime some device has run natively, shows it exact; `trust` also where no device of the runtime has \
+              run (HIP, Metal, WGSL); `strict` only where a current `flipped` record of the exact device does; `off` \
+              wherever its guard holds",
+    kind: Kind::Choice(&["evidence", "trust", "strict", "off"]),
+    default: "evidence",
     read_by: "every launch",
     bad: "strcit",
 };
@@ -289,7 +290,7 @@ impl Setting {
     }
 }
 
-/// `ISLANDS_POLICY`, as the word of the table (`trust` when unset).
+/// `ISLANDS_POLICY`, as the word of the table (`evidence` when unset).
 pub fn policy() -> Result<&'static str, SettingError> {
     POLICY.word(&POLICY.text()?.unwrap_or_default())
 }

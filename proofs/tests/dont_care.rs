@@ -1,8 +1,10 @@
 //! Fixtures of don't-care lanes (`dont_care = …` in a proof signature): a shuffle over a partial
 //! 8-lane plane whose lanes at and past `n[0] % 9` hold no data. An arm that differs from
 //! `default` only where the result is undefined is proven, the same pair without the declaration
-//! is caught, an arm wrong in the defined lanes is caught, and a pair that reads a missing lane
-//! into a defined one is caught by the taint run even though arm and `default` agree everywhere.
+//! is caught, an arm wrong in the defined lanes is caught, a pair that reads a missing lane
+//! into a defined one is caught by the taint run even though arm and `default` agree everywhere,
+//! and a condition that leaves fewer than a quarter of the lanes defined is caught however the
+//! two sides compare.
 
 use cubecl::prelude::*;
 use island_intrinsics::{plane, portable};
@@ -65,6 +67,30 @@ pub fn reads_a_missing_lane(v: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
+/// A condition that covers every lane: arm and `default` disagree everywhere and nothing would
+/// be compared, so the proof would pass vacuously. Below the minimum share of defined lanes the
+/// condition is not honoured and every lane is compared.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn covers_every_lane(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32, n: &[u32; 1]) -> f32, cube_dim = 16, dont_care = UNIT_POS < 1024;
+        vulkan if plane == 8 => v + 1.0f32 + plane::shuffle_xor::call::<f32>(v, 1u32, target),
+        default => v + portable::group_read::<f32>(v, (UNIT_POS % 8) ^ 1, 8u32),
+    }
+}
+
+/// A condition true in seven lanes of eight: below the minimum, caught the same way.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn covers_seven_lanes_in_eight(v: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(v: f32, n: &[u32; 1]) -> f32, cube_dim = 16, dont_care = UNIT_POS % 8 != n[0] % 8;
+        vulkan if plane == 8 => v + 1.0f32 + plane::shuffle_xor::call::<f32>(v, 1u32, target),
+        default => v + portable::group_read::<f32>(v, (UNIT_POS % 8) ^ 1, 8u32),
+    }
+}
+
 fn arm_of(function: &str) -> Result<&'static island_runtime::registry::ArmEntry, libtest_mimic::Failed> {
     island_runtime::registry::arms_of("proofs")
         .into_iter()
@@ -107,6 +133,26 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
                 )
                 .into()),
             }
+        }),
+        libtest_mimic::Trial::test("dont_care::a_condition_that_leaves_too_few_lanes_defined_is_caught", || {
+            let client = proofs::cpu()?;
+            for fixture in ["covers_every_lane", "covers_seven_lanes_in_eight"] {
+                let runs = island_runtime::proof::prove(arm_of(fixture)?, &client, &Default::default());
+                match runs.as_slice() {
+                    [run] if run.passed() && run.detail().is_some_and(|d| d.contains("fewer than 1 in 4")) => {}
+                    other => {
+                        return Err(format!(
+                            "{fixture}: {:?}",
+                            other
+                                .iter()
+                                .map(|r| (r.verdict_word(), r.detail().map(str::to_string)))
+                                .collect::<Vec<_>>()
+                        )
+                        .into());
+                    }
+                }
+            }
+            Ok(())
         }),
     ]
     .into_iter()

@@ -23,18 +23,20 @@ pub fn trials() -> Vec<Trial> {
     let mut trials = vec![
         Trial::test("ledger::a_record_goes_stale_when_only_the_emulation_changes", emulation_is_hashed),
         Trial::test("ledger::a_declined_record_runs_default_and_says_why_once", || {
-            launches_default(Decision::DeclinedSlow, Policy::Trust, true)
+            launches_default(Decision::DeclinedSlow, Policy::Evidence, true)
         }),
-        Trial::test("ledger::a_failed_record_runs_default", || launches_default(Decision::Failed, Policy::Trust, true)),
+        Trial::test("ledger::a_failed_record_runs_default", || {
+            launches_default(Decision::Failed, Policy::Evidence, true)
+        }),
         Trial::test("ledger::a_declined_machine_code_record_runs_default", || {
-            launches_default(Decision::DeclinedMachineCode, Policy::Trust, true)
+            launches_default(Decision::DeclinedMachineCode, Policy::Evidence, true)
         }),
         Trial::test("machine_code::a_promised_instruction_missing_from_the_listing_is_named", machine_code_judged),
         Trial::test("ledger::the_strict_policy_runs_default_without_a_passing_record", || {
             launches_default(Decision::Unverified, Policy::Strict, true)
         }),
         Trial::test("ledger::an_unverified_record_whose_exact_half_failed_runs_default", || {
-            launches_default(Decision::Unverified, Policy::Trust, true)
+            launches_default(Decision::Unverified, Policy::Evidence, true)
         }),
         Trial::test("ledger::the_off_policy_ignores_records", || {
             launches_default(Decision::Failed, Policy::Off, false)
@@ -50,6 +52,14 @@ pub fn trials() -> Vec<Trial> {
             "policy::a_vulkan_device_without_records_runs_default_for_float_plane_reductions",
             float_plane_reductions_elsewhere,
         ),
+        Trial::test(
+            "policy::an_h100_without_records_runs_default_for_arms_that_synchronize",
+            synchronizing_arms_on_h100,
+        ),
+        Trial::test("policy::an_arm_with_float_arithmetic_of_its_own_needs_a_record", float_arithmetic_of_its_own),
+        Trial::test("policy::a_failed_record_blocks_the_arm_on_every_device_of_its_runtime", failed_blocks_everywhere),
+        Trial::test("policy::a_runtime_no_device_ran_runs_arms_only_on_trust", unwitnessed_runtime),
+        Trial::test("policy::readme_states_design_md_s_rule_word_for_word", readme_states_the_rule),
         Trial::test("policy::a_declined_record_declines_under_a_new_driver", declines_survive_driver_updates),
         Trial::test("policy::a_stale_flipped_record_is_not_taken", stale_flips_are_not_taken),
         Trial::test("policy::the_committed_h200_records_select_their_arms", committed_flips_select),
@@ -240,10 +250,34 @@ fn selections(
     records: Vec<Record>,
     ids: &[&str],
 ) -> Result<Vec<(String, Selection)>, Failed> {
+    let mut all = records.clone();
+    all.push(witness(device));
+    selections_among(device, profile, policy, records, all, ids)
+}
+
+/// A record of another island on another device of `device`'s runtime that ran natively: the
+/// runtime's code generator has run on a device.
+fn witness(device: &Fingerprint) -> Record {
+    let entry = registry::arms()[0];
+    let mut r = record(entry, Decision::Flipped);
+    r.island = "witness#0".into();
+    r.device = Fingerprint { device: format!("another device than {}", device.device), ..device.clone() };
+    r
+}
+
+/// [`selections`] with the records of this device, `mine`, among those of every device, `all`.
+fn selections_among(
+    device: &Fingerprint,
+    profile: Profile,
+    policy: Policy,
+    mine: Vec<Record>,
+    all: Vec<Record>,
+    ids: &[&str],
+) -> Result<Vec<(String, Selection)>, Failed> {
     let cpu = proofs::cpu()?;
     let entries: Vec<&'static ArmEntry> = ids.iter().map(|id| arm(id)).collect::<Result<_, _>>()?;
-    let facts = island_runtime::evidence::facts_of(&entries, device, &profile, &records, &cpu);
-    let view = DeviceLedger::leak(device.clone(), profile, policy, records, facts);
+    let facts = island_runtime::evidence::facts_of(&entries, device, &profile, &mine, &cpu);
+    let view = DeviceLedger::leak(device.clone(), profile, policy, all, facts);
     let target = Target::forced(profile, &cpu).with_ledger(view);
     Ok(entries.iter().map(|e| (e.site.id.to_string(), target.explain(e.site))).collect())
 }
@@ -276,7 +310,7 @@ fn float_tensor_cores_on_sm80() -> Result<(), Failed> {
     let got = selections(
         &device,
         profile,
-        Policy::Trust,
+        Policy::Evidence,
         vec![],
         &["mma::mma_f16#0", "gemm_f16::gemm_f16#0", "mma::mma_i8#0", "dp4a::check#0"],
     )?;
@@ -309,12 +343,123 @@ fn float_plane_reductions_elsewhere() -> Result<(), Failed> {
         "plane::plane_sum_i32_w32#0",
         "plane::shuffle_xor_w32#0",
     ];
-    let got = selections(&device, profile, Policy::Trust, vec![], &ids)?;
+    let got = selections(&device, profile, Policy::Evidence, vec![], &ids)?;
     for s in &got[..3] {
         expect_default(s, &["plane::", "f32", "device decides"])?;
     }
     expect_arm(&got[3])?;
     expect_arm(&got[4])
+}
+
+/// An H100 (sm_90, another device than the H200) without records: the arms that synchronize
+/// (an async copy, a barrier pipeline, TMA, the `wgmma` loop, non-coherent loads) take `default`
+/// and say what synchronizes; `dp4a` and the int8 `mma.sync`, whose CPU proofs decide their
+/// bytes, keep their arms.
+fn synchronizing_arms_on_h100() -> Result<(), Failed> {
+    let device = Fingerprint { device: "NVIDIA H100 80GB HBM3".into(), ..h200() };
+    let profile = code_hash::hash_profile(&h200()).ok_or("no profile for the H200's fingerprint")?;
+    let syncing = [
+        "cp_async::cp_async_copy#0",
+        "stream::stream_load#0",
+        "stream::stream_load_x4#0",
+        "mbarrier::mbarrier_pipeline#0",
+        "tma::tma_load_2d#0",
+        "wgmma_loop::wgmma_loop_tma#0",
+    ];
+    let got = selections(&device, profile, Policy::Evidence, vec![], &syncing)?;
+    for s in &got {
+        expect_default(s, &["synchronizes through", "a CPU proof cannot see"])?;
+    }
+    let got = selections(&device, profile, Policy::Evidence, vec![], &["dp4a::check#0", "mma::mma_i8#0"])?;
+    got.iter().try_for_each(expect_arm)
+}
+
+/// An arm whose intrinsics are all defined but which adds floats itself (a lane tree's
+/// `v + shuffle(v)`, the MMQ's scaled epilogue) takes `default` on a device without a record
+/// and names the float operations; with a current flipped record of the device it runs.
+fn float_arithmetic_of_its_own() -> Result<(), Failed> {
+    let device = Fingerprint { device: "NVIDIA H100 80GB HBM3".into(), ..h200() };
+    let profile = code_hash::hash_profile(&h200()).ok_or("no profile for the H200's fingerprint")?;
+    let ids = ["lanes::tree8#0", "lanes::tree32#0", "mmq::kernel::mmq_q8_0#0"];
+    let got = selections(&device, profile, Policy::Evidence, vec![], &ids)?;
+    for s in &got {
+        expect_default(s, &["float arithmetic", "math.f_"])?;
+    }
+    // The shuffle alone is a lane move: its check keeps its arm.
+    expect_arm(&selections(&device, profile, Policy::Evidence, vec![], &["plane::shuffle_xor_w32#0"])?[0])?;
+    // The committed H200 record of the tree runs it there.
+    let committed = embedded::records().map_err(|e| e.to_string())?;
+    let h200_tree: Vec<Record> = committed
+        .iter()
+        .filter(|r| r.island.ends_with("lanes::tree8#0") && r.device.runtime == "cuda")
+        .cloned()
+        .collect();
+    let h200 = h200_tree.first().ok_or("no committed CUDA record of lanes::tree8")?.device.clone();
+    expect_arm(&selections(&h200, profile, Policy::Evidence, h200_tree, &["lanes::tree8#0"])?[0])
+}
+
+/// A failed record of `dp4a::check` on the H200 blocks the arm on an A100 under every policy
+/// but `off`; a failed record made through another runtime (other generated code) does not.
+/// The committed ledgers show it too: the lane trees failed on NVIDIA's Vulkan driver (it
+/// flushes subnormal sums), so lavapipe takes their `default`.
+fn failed_blocks_everywhere() -> Result<(), Failed> {
+    let entry = arm("dp4a::check#0")?;
+    let failed = record(entry, Decision::Failed);
+    let (a100, profile) = a100();
+    for policy in [Policy::Evidence, Policy::Trust, Policy::Strict] {
+        let got = selections_among(&a100, profile, policy, vec![], vec![failed.clone()], &["dp4a::check#0"])?;
+        expect_default(&got[0], &["failed on NVIDIA H200", "re-gated"])?;
+    }
+    let got = selections_among(&a100, profile, Policy::Off, vec![], vec![failed.clone()], &["dp4a::check#0"])?;
+    expect_arm(&got[0])?;
+    let vulkan = Record { device: Fingerprint { runtime: "wgpu<spirv>".into(), ..failed.device.clone() }, ..failed };
+    let all = vec![vulkan, witness(&a100)];
+    expect_arm(&selections_among(&a100, profile, Policy::Evidence, vec![], all, &["dp4a::check#0"])?[0])?;
+    let committed = embedded::records().map_err(|e| e.to_string())?;
+    let lavapipe = committed
+        .iter()
+        .find(|r| r.device.device.starts_with("llvmpipe"))
+        .ok_or("no committed lavapipe record")?
+        .device
+        .clone();
+    let profile = code_hash::hash_profile(&lavapipe).ok_or("no profile for lavapipe's fingerprint")?;
+    let mine: Vec<Record> = committed.iter().filter(|r| r.device.same_device(&lavapipe)).cloned().collect();
+    let got = selections_among(&lavapipe, profile, Policy::Evidence, mine, committed.to_vec(), &["lanes::tree8#0"])?;
+    expect_default(&got[0], &["failed on NVIDIA H200", "wgpu<spirv>"])
+}
+
+/// On a runtime no record shows run natively, an arm whose CPU proof decides its bytes takes
+/// `default` under the default policy and names the runtime; `trust` runs it.
+fn unwitnessed_runtime() -> Result<(), Failed> {
+    let (a100, profile) = a100();
+    let got = selections_among(&a100, profile, Policy::Evidence, vec![], vec![], &["dp4a::check#0"])?;
+    expect_default(&got[0], &["runtime `cuda`", "ISLANDS_POLICY=trust"])?;
+    let got = selections_among(&a100, profile, Policy::Trust, vec![], vec![], &["dp4a::check#0", "mma::mma_f16#0"])?;
+    expect_arm(&got[0])?;
+    // Trust carries only a proof that decides the bytes.
+    expect_default(&got[1], &["no record of this device"])
+}
+
+/// README's promise is design.md's rule, word for word (line breaks aside).
+fn readme_states_the_rule() -> Result<(), Failed> {
+    let read = |name: &str| {
+        let path = format!("{}/../{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))
+    };
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let design = words(&read("docs/design.md")?);
+    let start =
+        design.find("**The rule.** ").ok_or("docs/design.md states no `**The rule.**`")? + "**The rule.** ".len();
+    let end = design[start..].find("said once.").ok_or("the rule does not end with `said once.`")? + start;
+    let rule = &design[start..end + "said once.".len()];
+    if rule.len() < 200 {
+        return Err(format!("the rule is too short to be the rule: {rule}").into());
+    }
+    if words(&read("README.md")?).contains(rule) {
+        Ok(())
+    } else {
+        Err(format!("README.md does not state docs/design.md's rule word for word: {rule}").into())
+    }
 }
 
 /// A declined record made under driver X declines the arm under driver Y of the same device,
@@ -328,10 +473,10 @@ fn declines_survive_driver_updates() -> Result<(), Failed> {
     };
     let updated = Fingerprint { driver: "nvidia 590.10.01".into(), ..h200() };
     let profile = Profile::references(Backend::Cuda)[0];
-    let got = selections(&updated, profile, Policy::Trust, vec![old], &["dp4a::check#0"])?;
+    let got = selections(&updated, profile, Policy::Evidence, vec![old], &["dp4a::check#0"])?;
     expect_default(&got[0], &["under driver `nvidia 580.95.05`", "declined"])?;
     // Without the record the arm runs there: the record decided.
-    expect_arm(&selections(&updated, profile, Policy::Trust, vec![], &["dp4a::check#0"])?[0])
+    expect_arm(&selections(&updated, profile, Policy::Evidence, vec![], &["dp4a::check#0"])?[0])
 }
 
 /// The committed H200 records of the device-defined arms, with one hash changed, are stale: a
@@ -347,9 +492,9 @@ fn stale_flips_are_not_taken() -> Result<(), Failed> {
     let profile = code_hash::hash_profile(&h200.device).ok_or("no profile for the H200's fingerprint")?;
     let tampered = Record { code: CodeHashes { arm: "0000000000000000".into(), ..h200.code.clone() }, ..h200.clone() };
     let device = h200.device.clone();
-    let got = selections(&device, profile, Policy::Trust, vec![tampered], &["plane::plane_sum_f32_w32#0"])?;
+    let got = selections(&device, profile, Policy::Evidence, vec![tampered], &["plane::plane_sum_f32_w32#0"])?;
     expect_default(&got[0], &["stale", "the arm's code changed"])?;
-    expect_arm(&selections(&device, profile, Policy::Trust, vec![h200], &["plane::plane_sum_f32_w32#0"])?[0])
+    expect_arm(&selections(&device, profile, Policy::Evidence, vec![h200], &["plane::plane_sum_f32_w32#0"])?[0])
 }
 
 /// Every committed flipped record of the H200 under CUDA selects its arm on that fingerprint:
@@ -414,6 +559,7 @@ fn design_table_is_the_registry() -> Result<(), Failed> {
             Semantics::Defined => "defined",
             Semantics::FloatDeviceDefined(_) => "device-defined for float operands",
             Semantics::DeviceDefined(_) => "device-defined",
+            Semantics::Synchronizing(_) => "synchronizing",
         };
         match rows.iter().filter(|(n, _)| n == i.name).collect::<Vec<_>>().as_slice() {
             [(_, class)] => {

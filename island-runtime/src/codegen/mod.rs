@@ -2,6 +2,7 @@
 //! code hashes), what the GPU really executes (machine code), and hand-written incumbents.
 
 pub mod code_hash;
+pub mod float_arithmetic;
 pub mod foreign;
 pub mod glsl_kernel;
 pub mod lowering;

@@ -63,7 +63,16 @@ fn view(client: &Client, profile: Profile, settings: &Settings) -> Option<&'stat
             facts.len(),
             settings.policy
         );
-        DeviceLedger::leak(device, profile, settings.policy, records, facts)
+        let view = DeviceLedger::leak(device, profile, settings.policy, settings.records.to_vec(), facts);
+        if view.runtime_witness.is_none() && settings.policy == Policy::Trust {
+            log::warn!(
+                "islands: {}: ISLANDS_POLICY=trust: no device of runtime `{}` has run an island natively, so its arms \
+                 whose semantic class carries their CPU proofs run on trust alone",
+                view.device,
+                view.device.runtime
+            );
+        }
+        view
     });
     seen.push((key, view));
     view

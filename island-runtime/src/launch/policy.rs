@@ -20,10 +20,10 @@ pub enum SettingsError {
 }
 
 impl Policy {
-    /// A value of `ISLANDS_POLICY` (empty: the default, `trust`).
+    /// A value of `ISLANDS_POLICY` (empty: the default, `evidence`).
     pub fn parse(s: &str) -> Result<Policy, SettingError> {
         let word = POLICY.word(s)?;
-        [Policy::Trust, Policy::Strict, Policy::Off]
+        [Policy::Evidence, Policy::Trust, Policy::Strict, Policy::Off]
             .into_iter()
             .find(|p| p.to_string() == word)
             .ok_or_else(|| POLICY.error(s))
@@ -59,9 +59,9 @@ mod tests {
     #[test]
     fn bad_settings_are_errors_that_name_the_value() {
         assert_eq!(Policy::parse(" strict ").unwrap(), Policy::Strict);
-        assert_eq!(Policy::parse("").unwrap(), Policy::Trust);
+        assert_eq!(Policy::parse("").unwrap(), Policy::Evidence);
         let e = Policy::parse("strcit").unwrap_err().to_string();
-        assert!(e.contains("ISLANDS_POLICY=`strcit`") && e.contains("trust, strict or off"), "{e}");
+        assert!(e.contains("ISLANDS_POLICY=`strcit`") && e.contains("evidence, trust, strict or off"), "{e}");
         // Every word of the settings table is a policy.
         let island_vocab::settings::Kind::Choice(words) = POLICY.kind else { panic!("{:?}", POLICY.kind) };
         for word in words {

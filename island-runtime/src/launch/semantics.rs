@@ -5,7 +5,8 @@
 //!
 //! A launch uses this to decide whether an arm's CPU proof carries to a device nobody gated
 //! (`crate::launch::policy`): only when every intrinsic it lowers natively there is defined for its
-//! operands, and the arm's contract on the device's profile is bit equality.
+//! operands, its expansion holds no float arithmetic (`crate::codegen::float_arithmetic`), and
+//! the arm's contract on the device's profile is bit equality.
 
 use crate::hardware::device::Exec;
 use crate::tag::lifted::ProofSpec;
@@ -67,13 +68,23 @@ pub fn trace<R>(expand: impl FnOnce() -> R) -> (R, Vec<NativeUse>) {
     (result, uses)
 }
 
-/// The native lowerings `entry`'s arm takes on a device of `profile` (its lifted kernel
-/// expanded for that profile, natively; `host` lends buffers, nothing runs).
-pub fn native_uses(
+/// What `entry`'s arm becomes on a device of a profile: the native lowerings it takes, and the
+/// float arithmetic of its expansion (`crate::codegen::float_arithmetic`), its own and its
+/// intrinsics' alike.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Native {
+    pub uses: Vec<NativeUse>,
+    /// The float operations of the arm's expansion (`math.f_add`, …).
+    pub float_ops: Vec<String>,
+}
+
+/// The arm of `entry` expanded for a device of `profile` (its lifted kernel, natively; `host`
+/// lends buffers, nothing runs).
+pub fn native(
     entry: &'static ArmEntry,
     profile: &Profile,
     host: &Client,
-) -> Result<Vec<NativeUse>, crate::codegen::lowering::LoweringError> {
+) -> Result<Native, crate::codegen::lowering::LoweringError> {
     use crate::codegen::lowering::LoweringError;
     let ProofSpec::Lifted(lifted) = &entry.proof else {
         return Err(LoweringError::NoProofSignature(entry.name()));
@@ -84,17 +95,19 @@ pub fn native_uses(
         crate::codegen::lowering::define(lifted, target, Arc::new(crate::codegen::lowering::properties(profile)), host)
     };
     let (definition, uses) = trace(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(expand)));
-    definition
+    let definition = definition
         .map_err(|p| {
             LoweringError::Generator(format!("its expansion panicked: {}", crate::values::readback::panic_text(&p)))
         })?
         .map_err(|e| LoweringError::Generator(e.to_string()))?;
-    Ok(uses)
+    let float_ops = crate::codegen::float_arithmetic::float_ops(&definition.body.to_string());
+    Ok(Native { uses, float_ops })
 }
 
 /// Why `entry`'s CPU proof does not carry to a device of `profile` that no record covers, if it
-/// does not: the device-defined semantics its arm lowers natively there, a contract weaker than
-/// bit equality under `profile`, or no proof at all.
+/// does not: the device-defined or synchronizing semantics its arm lowers natively there, float
+/// arithmetic in its expansion, a contract weaker than bit equality under `profile`, or no
+/// proof at all.
 pub fn needs_device_evidence(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Option<String> {
     let ProofSpec::Lifted(lifted) = &entry.proof else {
         return Some("the island has no proof signature, so no CPU proof covers the arm".into());
@@ -103,13 +116,33 @@ pub fn needs_device_evidence(entry: &'static ArmEntry, profile: &Profile, host: 
     if !contract.is_exact() {
         return Some(format!("its contract on {profile} is {contract}, so its CPU proof does not make it bit-exact"));
     }
-    match native_uses(entry, profile, host) {
+    match native(entry, profile, host) {
         Err(e) => Some(format!("its native lowerings could not be traced ({e})")),
-        Ok(uses) => {
-            let decided: Vec<String> =
-                uses.iter().filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name()))).collect();
-            (!decided.is_empty())
-                .then(|| format!("it lowers {} natively, which the device decides", decided.join(", ")))
+        Ok(native) => {
+            let (syncs, others): (Vec<&NativeUse>, Vec<&NativeUse>) =
+                native.uses.iter().partition(|u| matches!(u.semantics, Semantics::Synchronizing(_)));
+            let mut decided: Vec<String> = others
+                .iter()
+                .filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name())))
+                .collect();
+            if !native.float_ops.is_empty() {
+                decided.push(format!(
+                    "float arithmetic (`{}`: subnormal flushing and contraction)",
+                    native.float_ops.join("`, `")
+                ));
+            }
+            let syncs: Vec<String> = syncs
+                .iter()
+                .filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name())))
+                .collect();
+            let mut why = Vec::new();
+            if !decided.is_empty() {
+                why.push(format!("it lowers {} natively, which the device decides", decided.join(", ")));
+            }
+            if !syncs.is_empty() {
+                why.push(format!("it synchronizes through {}, which a CPU proof cannot see", syncs.join(", ")));
+            }
+            (!why.is_empty()).then(|| why.join("; "))
         }
     }
 }

@@ -1,18 +1,20 @@
 //! A device's view of the ledgers: its records, what is known of each arm there, and the
 //! policy that reads them (`ISLANDS_POLICY`), deciding what a launch on it runs.
 //!
-//! Under the default policy, [`Policy::Trust`], an arm runs on a device only where something
-//! shows it computes `default`'s bytes there:
+//! Under the default policy, [`Policy::Evidence`], an arm runs natively on a device only where
+//! something shows it computes `default`'s bytes there:
 //!
-//! | the device's evidence for the arm | the arm runs? |
+//! | the evidence for the arm | the arm runs? |
 //! |---|---|
 //! | a known divergence of the device (`crate::hardware::divergence`) | no |
+//! | a `failed` record of any device of the same runtime (the same generated code) | no, on every such device, until that record is re-gated |
 //! | a `flipped` record of this exact device and driver, its code hashes the build's | yes |
-//! | a declined or failed record of this device under any driver | no (a measured "no" survives driver updates) |
+//! | a declined record of this device under any driver | no (a measured "no" survives driver updates) |
 //! | an `unverified` record of this exact device whose bit-exact half passed (only the timing is missing), hashes current | yes |
 //! | any other `unverified` record | no |
-//! | no record, and every intrinsic the arm lowers natively is *defined* for its operands and the arm's contract is bit equality | yes: its CPU proof carries |
-//! | no record, and the arm uses device-defined semantics (float subgroup reductions, tensor-core float accumulation), a tolerance contract, or has no proof | no |
+//! | no record of this device; every intrinsic the arm lowers natively is *defined* for its operands, its expansion holds no float arithmetic, its contract is bit equality, and some device of its runtime has run an island natively | yes: its CPU proof carries |
+//! | the same, but no device of its runtime (HIP, Metal, WGSL today) has run an island natively | only under [`Policy::Trust`], said once |
+//! | no record of this device, and the arm uses semantics the device decides (float arithmetic, float subgroup reductions, tensor-core float accumulation) or synchronizes (async copies, barriers, fences, non-coherent loads), has a tolerance contract, or has no proof | no |
 //!
 //! [`Policy::Strict`] runs only arms with a current `flipped` record of the exact device;
 //! [`Policy::Off`] consults nothing. Every `default` taken for a reason of this table is logged
@@ -29,7 +31,11 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Policy {
-    /// The default: an arm runs where a record or its semantic class shows it exact (module docs).
+    /// The default: an arm runs where a record, or its semantic class on a runtime that has run
+    /// natively, shows it exact (module docs).
+    Evidence,
+    /// As [`Policy::Evidence`], and an arm whose semantic class carries its CPU proof also runs
+    /// on a runtime no device has run an island on (its code generator's output unchecked).
     Trust,
     /// Only arms with a current `flipped` record of this exact device run.
     Strict,
@@ -40,6 +46,7 @@ pub enum Policy {
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Policy::Evidence => "evidence",
             Policy::Trust => "trust",
             Policy::Strict => "strict",
             Policy::Off => "off",
@@ -66,14 +73,22 @@ pub struct DeviceLedger {
     pub policy: Policy,
     /// The records of this device, under any driver.
     pub records: Vec<Record>,
+    /// The `failed` records of other devices of this runtime (`cuda`, `wgpu<spirv>`: the same
+    /// generated code): each blocks its arm here too.
+    pub failed_elsewhere: Vec<Record>,
+    /// A record of the ledgers (any device) whose conformance ran natively on this device's
+    /// runtime (`cuda`, `wgpu<spirv>`, …), if one does: its code generator has run on a device.
+    pub runtime_witness: Option<String>,
     /// Per (island, arm label): what [`ArmFacts`] says. An arm missing here is treated as one
     /// that needs device evidence.
     pub facts: Vec<((String, String), ArmFacts)>,
 }
 
 impl DeviceLedger {
-    /// A view of `device` (of `profile`) with `records` (those of other devices are dropped)
-    /// and the facts of its arms, leaked: one per device and process.
+    /// A view of `device` (of `profile`) from `records`, the records of every device (kept:
+    /// those of this device, the failed ones of other devices of its runtime, and whether any
+    /// ran natively on its runtime), and the facts of its arms, leaked: one per device and
+    /// process.
     pub fn leak(
         device: Fingerprint,
         profile: Profile,
@@ -81,8 +96,17 @@ impl DeviceLedger {
         records: Vec<Record>,
         facts: Vec<((String, String), ArmFacts)>,
     ) -> &'static DeviceLedger {
-        let records = records.into_iter().filter(|r| r.device.same_device(&device)).collect();
-        Box::leak(Box::new(DeviceLedger { device, profile, policy, records, facts }))
+        let runtime_witness = records
+            .iter()
+            .find(|r| r.device.runtime == device.runtime && r.conformance.native)
+            .map(|r| format!("{} on {}", r.island, r.device.device));
+        let (records, others): (Vec<Record>, Vec<Record>) =
+            records.into_iter().partition(|r| r.device.same_device(&device));
+        let failed_elsewhere = others
+            .into_iter()
+            .filter(|r| r.decision == Decision::Failed && r.device.runtime == device.runtime)
+            .collect();
+        Box::leak(Box::new(DeviceLedger { device, profile, policy, records, failed_elsewhere, runtime_witness, facts }))
     }
 
     /// The facts of (`island`, `arm`).
@@ -100,6 +124,15 @@ impl DeviceLedger {
         }
         let facts = self.facts(island, arm);
         let mine = |r: &&Record| r.island == island && r.arm == arm;
+        if let Some(r) = self.failed_elsewhere.iter().find(mine) {
+            return Some(format!(
+                "it failed on {} ({}, driver `{}`): {}; a failed arm runs on no device until that record is re-gated",
+                r.device.device,
+                r.device.runtime,
+                r.device.driver,
+                r.why()
+            ));
+        }
         let exact = self.records.iter().filter(mine).find(|r| r.device == self.device);
         let stale = facts.and_then(|f| f.stale.as_deref());
         match exact {
@@ -144,7 +177,12 @@ impl DeviceLedger {
         match facts {
             None => Some("no record of this device, and the arm is not registered, so no proof covers it here".into()),
             Some(f) => match (&f.needs_device_evidence, stale) {
-                (None, _) => None,
+                (None, _) if self.runtime_witness.is_some() || self.policy == Policy::Trust => None,
+                (None, _) => Some(format!(
+                    "no device of runtime `{}` has run an island natively (no record in the ledgers), so nothing \
+                     shows its code generator's output exact; `ISLANDS_POLICY=trust` runs the arm on its CPU proof",
+                    self.device.runtime
+                )),
                 (Some(why), Some(stale)) => Some(format!("the record of this device is stale ({stale}), and {why}")),
                 (Some(why), None) => {
                     Some(format!("no record of this device shows it exact, and {why} (`islands gate` measures it)"))
@@ -212,9 +250,23 @@ mod tests {
         }
     }
 
-    fn view(policy: Policy, records: Vec<Record>, facts: ArmFacts) -> &'static DeviceLedger {
+    /// A view of the H200 under driver 580 with `records` and, unless `records` holds one, a
+    /// record of another island on another CUDA device that ran natively.
+    fn view(policy: Policy, mut records: Vec<Record>, facts: ArmFacts) -> &'static DeviceLedger {
+        records.push(witness());
+        unwitnessed(policy, records, facts)
+    }
+
+    fn unwitnessed(policy: Policy, records: Vec<Record>, facts: ArmFacts) -> &'static DeviceLedger {
         let profile = Profile::references(Backend::Cuda)[0];
         DeviceLedger::leak(device("nvidia 580"), profile, policy, records, vec![(("k#0".into(), "cuda".into()), facts)])
+    }
+
+    fn witness() -> Record {
+        let mut r = record(Decision::Flipped, "nvidia 580");
+        r.island = "other#0".into();
+        r.device.device = "NVIDIA H100".into();
+        r
     }
 
     fn device_defined() -> ArmFacts {
@@ -223,26 +275,67 @@ mod tests {
 
     #[test]
     fn without_a_record_only_defined_arms_run() {
-        assert_eq!(view(Policy::Trust, vec![], ArmFacts::default()).veto("k#0", "cuda"), None);
-        let why = view(Policy::Trust, vec![], device_defined()).veto("k#0", "cuda").unwrap();
+        assert_eq!(view(Policy::Evidence, vec![], ArmFacts::default()).veto("k#0", "cuda"), None);
+        let why = view(Policy::Evidence, vec![], device_defined()).veto("k#0", "cuda").unwrap();
         assert!(why.contains("plane::sum<f32>"), "{why}");
-        assert!(view(Policy::Trust, vec![], ArmFacts::default()).veto("k#1", "cuda").is_some(), "an unregistered arm");
+        assert!(
+            view(Policy::Evidence, vec![], ArmFacts::default()).veto("k#1", "cuda").is_some(),
+            "an unregistered arm"
+        );
         assert!(view(Policy::Strict, vec![], ArmFacts::default()).veto("k#0", "cuda").is_some());
         assert_eq!(view(Policy::Off, vec![], device_defined()).veto("k#0", "cuda"), None);
     }
 
     #[test]
+    fn a_runtime_nobody_ran_natively_runs_defined_arms_only_on_trust() {
+        let why = unwitnessed(Policy::Evidence, vec![], ArmFacts::default()).veto("k#0", "cuda").unwrap();
+        assert!(why.contains("runtime `cuda`") && why.contains("ISLANDS_POLICY=trust"), "{why}");
+        assert_eq!(unwitnessed(Policy::Trust, vec![], ArmFacts::default()).veto("k#0", "cuda"), None);
+        // Trust carries only proofs that carry: a device-defined arm still needs a record.
+        assert!(unwitnessed(Policy::Trust, vec![], device_defined()).veto("k#0", "cuda").is_some());
+        // A record that did not run natively witnesses nothing.
+        let mut emulated = witness();
+        emulated.conformance.native = false;
+        assert!(unwitnessed(Policy::Evidence, vec![emulated], ArmFacts::default()).veto("k#0", "cuda").is_some());
+    }
+
+    #[test]
+    fn a_failed_record_blocks_the_arm_on_every_device_of_its_runtime() {
+        let mut failed = record(Decision::Failed, "nvidia 570");
+        failed.device.device = "NVIDIA H100".into();
+        for policy in [Policy::Evidence, Policy::Trust, Policy::Strict] {
+            let why = view(policy, vec![failed.clone()], ArmFacts::default()).veto("k#0", "cuda").unwrap();
+            assert!(why.contains("failed on NVIDIA H100") && why.contains("re-gated"), "{policy}: {why}");
+            // Even beside a flip of this exact device.
+            let both = vec![failed.clone(), record(Decision::Flipped, "nvidia 580")];
+            assert!(view(policy, both, device_defined()).veto("k#0", "cuda").is_some(), "{policy}");
+        }
+        // Another runtime's failure (other generated code) blocks nothing here.
+        let mut spirv = failed.clone();
+        spirv.device.runtime = "wgpu<spirv>".into();
+        assert_eq!(view(Policy::Evidence, vec![spirv], ArmFacts::default()).veto("k#0", "cuda"), None);
+        // Another arm's failure blocks nothing, nor does a decline elsewhere.
+        let mut other = failed.clone();
+        other.island = "k#1".into();
+        assert_eq!(view(Policy::Evidence, vec![other], ArmFacts::default()).veto("k#0", "cuda"), None);
+        let mut slow = failed.clone();
+        slow.decision = Decision::DeclinedSlow;
+        assert_eq!(view(Policy::Evidence, vec![slow], ArmFacts::default()).veto("k#0", "cuda"), None);
+        assert_eq!(view(Policy::Off, vec![failed], ArmFacts::default()).veto("k#0", "cuda"), None);
+    }
+
+    #[test]
     fn a_measured_no_survives_a_driver_update_and_a_flip_needs_the_exact_driver() {
-        let declined = view(Policy::Trust, vec![record(Decision::DeclinedSlow, "nvidia 575")], ArmFacts::default());
+        let declined = view(Policy::Evidence, vec![record(Decision::DeclinedSlow, "nvidia 575")], ArmFacts::default());
         let why = declined.veto("k#0", "cuda").unwrap();
         assert!(why.contains("0.500×") && why.contains("nvidia 575"), "{why}");
-        let flipped_elsewhere = view(Policy::Trust, vec![record(Decision::Flipped, "nvidia 575")], device_defined());
+        let flipped_elsewhere = view(Policy::Evidence, vec![record(Decision::Flipped, "nvidia 575")], device_defined());
         assert!(flipped_elsewhere.veto("k#0", "cuda").is_some(), "a flip under another driver is no evidence here");
         let flipped = view(Policy::Strict, vec![record(Decision::Flipped, "nvidia 580")], device_defined());
         assert_eq!(flipped.veto("k#0", "cuda"), None);
         // The exact device's own record decides over an older driver's.
         let both = view(
-            Policy::Trust,
+            Policy::Evidence,
             vec![record(Decision::Failed, "nvidia 575"), record(Decision::Flipped, "nvidia 580")],
             device_defined(),
         );
@@ -252,7 +345,7 @@ mod tests {
     #[test]
     fn a_stale_flip_is_not_taken() {
         let stale = ArmFacts { stale: Some("the arm's code changed".into()), ..device_defined() };
-        let why = view(Policy::Trust, vec![record(Decision::Flipped, "nvidia 580")], stale.clone())
+        let why = view(Policy::Evidence, vec![record(Decision::Flipped, "nvidia 580")], stale.clone())
             .veto("k#0", "cuda")
             .unwrap();
         assert!(why.contains("stale"), "{why}");
@@ -262,7 +355,7 @@ mod tests {
         // A defined arm still runs on its CPU proof when its record went stale.
         let defined = ArmFacts { stale: Some("changed".into()), needs_device_evidence: None };
         assert_eq!(
-            view(Policy::Trust, vec![record(Decision::Flipped, "nvidia 580")], defined).veto("k#0", "cuda"),
+            view(Policy::Evidence, vec![record(Decision::Flipped, "nvidia 580")], defined).veto("k#0", "cuda"),
             None
         );
     }
@@ -274,7 +367,7 @@ mod tests {
             note: Some("bit-exact half only (no timing)".into()),
             ..record(Decision::Unverified, "nvidia 580")
         };
-        assert_eq!(view(Policy::Trust, vec![timing_only.clone()], device_defined()).veto("k#0", "cuda"), None);
+        assert_eq!(view(Policy::Evidence, vec![timing_only.clone()], device_defined()).veto("k#0", "cuda"), None);
         assert!(view(Policy::Strict, vec![timing_only.clone()], device_defined()).veto("k#0", "cuda").is_some());
         let errored = Record {
             conformance: ConformanceEvidence {
@@ -286,12 +379,12 @@ mod tests {
             },
             ..timing_only.clone()
         };
-        let why = view(Policy::Trust, vec![errored], ArmFacts::default()).veto("k#0", "cuda").unwrap();
+        let why = view(Policy::Evidence, vec![errored], ArmFacts::default()).veto("k#0", "cuda").unwrap();
         assert!(why.contains("unverified"), "{why}");
         let no_instruction = Record {
             conformance: ConformanceEvidence { instructions: vec![], ..timing_only.conformance.clone() },
             ..timing_only
         };
-        assert!(view(Policy::Trust, vec![no_instruction], ArmFacts::default()).veto("k#0", "cuda").is_some());
+        assert!(view(Policy::Evidence, vec![no_instruction], ArmFacts::default()).veto("k#0", "cuda").is_some());
     }
 }

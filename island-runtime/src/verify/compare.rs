@@ -180,6 +180,8 @@ pub(crate) fn compare_sides(
     let inputs = fill_inputs(lifted, &groups, seed);
     run.inputs = lanes;
 
+    // Whether the island's `dont_care` condition was honoured (it leaves enough lanes defined).
+    let mut honoured = true;
     let outcome = (|| -> Result<Option<crate::verify::report::Difference>, RunError> {
         let got = execute(a.client, lifted, cubes, &inputs, a.target, 0xa5)?;
         let want = execute(b.client, lifted, cubes, &inputs, b.target, 0x5a)?;
@@ -195,7 +197,10 @@ pub(crate) fn compare_sides(
         if got.dont_care != want.dont_care {
             return Err(RunError::MaskDiffers { a: a.label, b: b.label });
         }
-        let mask = want.dont_care.as_deref();
+        // A condition that leaves too few lanes defined is not honoured: every lane is compared.
+        let too_few = want.dont_care.as_deref().and_then(too_few_defined);
+        honoured = too_few.is_none();
+        let mask = want.dont_care.as_deref().filter(|_| honoured);
         let outputs = Compared { got: &got, want: &want, magnitudes: magnitudes.as_ref(), dont_care: mask };
         let found = crate::verify::report::compare(
             entry,
@@ -209,8 +214,11 @@ pub(crate) fn compare_sides(
             (options.seed, seed),
             lanes,
         );
-        if found.is_some() {
-            return Ok(found);
+        if let Some(mut found) = found {
+            if let Some(why) = &too_few {
+                found.report = format!("{why}; so every lane was compared:\n{}", found.report);
+            }
+            return Ok(Some(found));
         }
         // The taint run: neither side's defined lanes may read a don't-care lane.
         match mask {
@@ -232,7 +240,7 @@ pub(crate) fn compare_sides(
             None => Ok(None),
         }
     })();
-    if let (Some(dc), Ok(None)) = (&lifted.dont_care, &outcome) {
+    if let (Some(dc), Ok(None), true) = (&lifted.dont_care, &outcome, honoured) {
         run.contract = format!("{}, modulo the don't-care lanes `{}` (tainted)", run.contract, dc.condition);
     }
     run.verdict = match outcome {
@@ -242,6 +250,24 @@ pub(crate) fn compare_sides(
     };
     run.time = start.elapsed();
     run
+}
+
+/// The share of a run's lanes a `dont_care` condition must leave defined: at least one in
+/// four, so that a condition that covers everything (or nearly) cannot make a proof vacuous.
+pub const MIN_DEFINED: (usize, usize) = (1, 4);
+
+/// Why a run's don't-care `mask` leaves too few lanes defined to prove anything, if it does:
+/// such a condition is not honoured, and the run compares every lane.
+pub fn too_few_defined(mask: &[bool]) -> Option<String> {
+    let defined = mask.iter().filter(|&&dont_care| !dont_care).count();
+    let (num, den) = MIN_DEFINED;
+    (defined * den < mask.len() * num).then(|| {
+        format!(
+            "the `dont_care` condition leaves {defined} of {} lanes defined, fewer than {num} in {den}: \
+             a proof that compares (almost) nothing proves nothing",
+            mask.len()
+        )
+    })
 }
 
 /// `inputs` with every per-lane input the `dont_care` condition does not read replaced by
