@@ -140,10 +140,11 @@ pub const CENSUS: Setting = Setting {
 
 pub const BLESS: Setting = Setting {
     name: "ISLANDS_BLESS",
-    meaning: "`1`: the macros' expansion snapshots are rewritten instead of compared (review the diff)",
+    meaning: "`1`: the macros' expansion snapshots and the model trial's golden logit hashes are rewritten instead of \
+              compared (review the diff)",
     kind: Kind::Flag,
     default: "0",
-    read_by: "island-macros' unit tests",
+    read_by: "island-macros' unit tests, the proofs harness's model trial",
     bad: "true",
 };
 

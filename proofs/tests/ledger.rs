@@ -11,7 +11,7 @@ use island_runtime::embedded::LedgerError;
 use island_runtime::fingerprint::Fingerprint;
 use island_runtime::gate::{self, GateOptions};
 use island_runtime::lifted::ProofSpec;
-use island_runtime::record::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record};
+use island_runtime::record::{CodeHashes, ConformanceEvidence, Decision, MachineCodeEvidence, ProofEvidence, Record};
 use island_runtime::records::view::{ArmFacts, DeviceLedger, Policy};
 use island_runtime::runtimes::RuntimeName;
 use island_runtime::target::DefaultReason;
@@ -111,7 +111,7 @@ fn record(entry: &ArmEntry, decision: Decision) -> Record {
             native: true,
             instructions: vec![],
             report: None,
-            machine_code: None,
+            machine_code: Some(MachineCodeEvidence { how: "NVRTC 13.0 CUBIN for sm_90a".into(), ..Default::default() }),
         },
         speed: None,
         decision,

@@ -102,6 +102,7 @@ fn cpu_equals_reference() -> Result<(), Failed> {
     let ours = run_on(RuntimeName::Cpu, model, &prompt)?;
     let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, None, |_, _| {})?;
     agree("the CPU runtime against the reference", &ours, &theirs)?;
+    golden(&ours)?;
     // Each op and its quantizer as two kernels: the same bits.
     let unfused = run_with(RuntimeName::Cpu, model, &prompt, false)?;
     agree("the CPU runtime, unfused, against the reference", &unfused, &theirs)?;
@@ -135,6 +136,36 @@ fn cpu_equals_reference() -> Result<(), Failed> {
         Ok(())
     } else {
         Err(format!("cells the engine registers but its step never needs: {unknown:?}").into())
+    }
+}
+
+/// The committed logit hashes of this trial's run on the CPU runtime
+/// (`examples/llm/golden/cpu-trial.json`, rewritten under `ISLANDS_BLESS=1`). The engine and its
+/// reference share host-side tables and definitions (RoPE's angles, `exp`'s polynomial, the
+/// tokenizer), so a change there moves both alike and their agreement cannot see it; the
+/// committed bytes can (and the H200's CUDA and Vulkan runs gave the CPU runtime's bytes).
+fn golden(ours: &generate::Generation) -> Result<(), Failed> {
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/llm/golden/cpu-trial.json"));
+    if island_runtime::settings::bless()? {
+        std::fs::create_dir_all(path.parent().ok_or("no parent")?).map_err(|e| e.to_string())?;
+        record::write(path, ours)?;
+        return Ok(());
+    }
+    let want = record::read(path).map_err(|e| format!("{e} (ISLANDS_BLESS=1 writes it)"))?;
+    let diverged = ours.steps.iter().zip(&want.steps).position(|(a, b)| (a.token, a.hash) != (b.token, b.hash));
+    match (ours.prompt == want.prompt, ours.steps.len() == want.steps.len(), diverged) {
+        (true, true, None) => Ok(()),
+        (false, ..) => Err(format!("{}: another prompt ({:?} against {:?})", path.display(), ours.prompt, want.prompt).into()),
+        (_, false, _) => Err(format!("{}: {} steps against {}", path.display(), ours.steps.len(), want.steps.len()).into()),
+        (_, _, Some(i)) => Err(format!(
+            "the CPU runtime's logits left the committed bytes at step {i} (token {} hash {} against token {} hash {}): \
+             a change of the definitions; if it is meant, bless it (ISLANDS_BLESS=1) and say why",
+            ours.steps[i].token,
+            ours.steps[i].short_hash(),
+            want.steps[i].token,
+            want.steps[i].short_hash()
+        )
+        .into()),
     }
 }
 

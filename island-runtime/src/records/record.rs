@@ -122,6 +122,11 @@ pub struct MachineCodeEvidence {
     pub arm_only: Vec<String>,
 }
 
+impl MachineCodeEvidence {
+    /// How a listing that could not be read begins (`not obtained: no CUDA toolkit found …`).
+    pub const NOT_OBTAINED: &'static str = "not obtained";
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpeedEvidence {
     /// Median time per dispatch, in microseconds.
@@ -200,6 +205,23 @@ impl Record {
             && self.conformance.verdict == "proven"
             && self.conformance.native
             && !self.conformance.instructions.is_empty()
+            && self.machine_code_unchecked().is_none()
+    }
+
+    /// Why the record does not show what the GPU runs where its runtime lets a gate read it
+    /// (CUDA: no listing, or one that could not be obtained), if so. Such a record concludes
+    /// nothing: the machine-code check fails closed.
+    pub fn machine_code_unchecked(&self) -> Option<String> {
+        if self.device.runtime != "cuda" {
+            return None;
+        }
+        match &self.conformance.machine_code {
+            None => Some("it holds no machine-code evidence".into()),
+            Some(m) if m.how.starts_with(MachineCodeEvidence::NOT_OBTAINED) => {
+                Some(format!("its machine code was {}", m.how))
+            }
+            Some(_) => None,
+        }
     }
 
     /// One line for logs: the decision and its figure.

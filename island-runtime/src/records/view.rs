@@ -135,6 +135,11 @@ impl DeviceLedger {
         }
         let exact = self.records.iter().filter(mine).find(|r| r.device == self.device);
         let stale = facts.and_then(|f| f.stale.as_deref());
+        if let Some(why) = exact.and_then(Record::machine_code_unchecked) {
+            return Some(format!(
+                "the record of this device concludes nothing: {why} (the machine-code check fails closed)"
+            ));
+        }
         match exact {
             Some(r) if r.decision.selects_arm() => match stale {
                 None => return None,
@@ -194,7 +199,9 @@ impl DeviceLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::record::{CodeHashes, ConformanceEvidence, ProofEvidence, SpeedEvidence, code_hash};
+    use crate::records::record::{
+        CodeHashes, ConformanceEvidence, MachineCodeEvidence, ProofEvidence, SpeedEvidence, code_hash,
+    };
     use island_vocab::Backend;
 
     fn device(driver: &str) -> Fingerprint {
@@ -231,7 +238,10 @@ mod tests {
                 native: true,
                 instructions: vec!["__dp4a(".into()],
                 report: None,
-                machine_code: None,
+                machine_code: Some(MachineCodeEvidence {
+                    how: "NVRTC 13.0 CUBIN for sm_90a".into(),
+                    ..Default::default()
+                }),
             },
             speed: Some(SpeedEvidence {
                 arm_us: 2.0,
@@ -343,6 +353,20 @@ mod tests {
     }
 
     #[test]
+    fn a_cuda_record_without_a_machine_code_listing_concludes_nothing() {
+        for machine_code in [
+            None,
+            Some(MachineCodeEvidence { how: "not obtained: no CUDA toolkit found".into(), ..Default::default() }),
+        ] {
+            let mut flipped = record(Decision::Flipped, "nvidia 580");
+            flipped.conformance.machine_code = machine_code;
+            let why = view(Policy::Evidence, vec![flipped.clone()], device_defined()).veto("k#0", "cuda").unwrap();
+            assert!(why.contains("fails closed"), "{why}");
+            assert!(!flipped.exact_half_passed());
+        }
+    }
+
+    #[test]
     fn a_stale_flip_is_not_taken() {
         let stale = ArmFacts { stale: Some("the arm's code changed".into()), ..device_defined() };
         let why = view(Policy::Evidence, vec![record(Decision::Flipped, "nvidia 580")], stale.clone())
@@ -375,7 +399,7 @@ mod tests {
                 native: false,
                 instructions: vec![],
                 report: None,
-                machine_code: None,
+                machine_code: timing_only.conformance.machine_code.clone(),
             },
             ..timing_only.clone()
         };

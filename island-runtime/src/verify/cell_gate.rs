@@ -289,13 +289,7 @@ fn gate_shape(
             timing = "graph replay".into();
         }
     }
-    let twin = evidence[0].us.map(|t| t[1]);
-    let fastest = evidence
-        .iter()
-        .filter(|e| matches!(e.kind, CandidateKind::Incumbent(_)))
-        .filter_map(|e| e.us.map(|t| t[1]))
-        .min_by(f64::total_cmp);
-    let ratio = twin.zip(fastest).map(|(t, f)| f / t);
+    let ratio = shape_ratio(&evidence);
     Ok(ShapeEvidence {
         name: named.name.into(),
         rows: shape.rows,
@@ -305,6 +299,40 @@ fn gate_shape(
         timing,
         ratio,
     })
+}
+
+/// The fastest incumbent's median time over the twin's (the first candidate) at one shape: above
+/// 1 where the twin is faster. `None` where either has no time.
+pub fn shape_ratio(candidates: &[CandidateEvidence]) -> Option<f64> {
+    let twin = candidates.first().and_then(|c| c.us).map(|t| t[1]);
+    let fastest = candidates
+        .iter()
+        .filter(|e| matches!(e.kind, CandidateKind::Incumbent(_)))
+        .filter_map(|e| e.us.map(|t| t[1]))
+        .min_by(f64::total_cmp);
+    twin.zip(fastest).map(|(t, f)| f / t)
+}
+
+/// A cell's decision over its `shapes` (the twin first at each), the ratio that decided (the
+/// smallest, where every shape was timed) and how many candidate runs failed: the twin must
+/// have run and been bit-exact at every shape, and be fast enough at every shape.
+pub fn conclude(
+    shapes: &[ShapeEvidence],
+    has_incumbent: bool,
+    timed: bool,
+    threshold: f64,
+) -> (CellDecision, Option<f64>, usize) {
+    let twin_ran = !shapes.is_empty() && shapes.iter().all(|s| s.candidates.first().is_some_and(|c| c.error.is_none()));
+    let twin_exact = twin_ran && shapes.iter().all(|s| s.candidates[0].exact());
+    let errors = shapes.iter().flat_map(|s| &s.candidates).filter(|c| c.error.is_some()).count();
+    let ratios: Vec<f64> = shapes.iter().filter_map(|s| s.ratio).collect();
+    let timed_all = timed && ratios.len() == shapes.len();
+    let mut decision = decide(twin_ran, twin_exact, has_incumbent, if timed_all { &ratios } else { &[] }, threshold);
+    if errors > 0 && !matches!(decision, CellDecision::Failed | CellDecision::Unsupported) {
+        decision = CellDecision::Unverified;
+    }
+    let ratio = if timed_all { ratios.iter().copied().min_by(f64::total_cmp) } else { None };
+    (decision, ratio, errors)
 }
 
 /// Gates every shape of `op` on `device` (with `cpu` as the oracle) and concludes.
@@ -326,18 +354,9 @@ pub fn gate_cell(
         shapes.push(gate_shape(op, device, cpu, named, options)?);
     }
     let incs = incumbents(&op.key, Some(device.name()));
-    let twin_ran = !shapes.is_empty() && shapes.iter().all(|s| s.candidates[0].error.is_none());
-    let twin_exact = twin_ran && shapes.iter().all(|s| s.candidates[0].exact());
-    let errors = shapes.iter().flat_map(|s| &s.candidates).filter_map(|c| c.error.as_ref()).count();
-    let ratios: Vec<f64> = shapes.iter().filter_map(|s| s.ratio).collect();
-    let timed_all = options.speed && ratios.len() == shapes.len();
-    let mut decision =
-        decide(twin_ran, twin_exact, !incs.is_empty(), if timed_all { &ratios } else { &[] }, options.threshold);
+    let (decision, ratio, errors) = conclude(&shapes, !incs.is_empty(), options.speed, options.threshold);
     if errors > 0 {
         notes.push(format!("{errors} candidate runs failed to launch or read back"));
-        if !matches!(decision, CellDecision::Failed | CellDecision::Unsupported) {
-            decision = CellDecision::Unverified;
-        }
     }
     if !options.speed {
         notes.push("bit-exact half only: no timing".into());
@@ -364,7 +383,7 @@ pub fn gate_cell(
         elems: op.key.elems.into(),
         device: fingerprint,
         decision,
-        ratio: if timed_all { ratios.iter().copied().min_by(f64::total_cmp) } else { None },
+        ratio,
         threshold: options.threshold,
         incumbent,
         code,
@@ -376,4 +395,68 @@ pub fn gate_cell(
         date: crate::verify::gate::today(),
         sdk: env!("CARGO_PKG_VERSION").into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(name: &str, incumbent: bool, differing: usize, median_us: f64) -> CandidateEvidence {
+        CandidateEvidence {
+            name: name.into(),
+            kind: if incumbent { CandidateKind::Incumbent("CUDA C++".into()) } else { CandidateKind::Twin },
+            differing,
+            values: 64,
+            max_ulp: 0,
+            us: Some([median_us * 0.9, median_us, median_us * 1.1]),
+            eager_us: None,
+            error: None,
+        }
+    }
+
+    fn shape(twin_us: f64, twin_differing: usize, incumbents_us: &[f64]) -> ShapeEvidence {
+        let mut candidates = vec![candidate("twin", false, twin_differing, twin_us)];
+        candidates.extend(incumbents_us.iter().enumerate().map(|(i, &us)| candidate(&format!("inc{i}"), true, 3, us)));
+        let ratio = shape_ratio(&candidates);
+        ShapeEvidence { name: "s".into(), rows: 8, cols: 8, oracle_rows: 3, candidates, timing: "eager".into(), ratio }
+    }
+
+    #[test]
+    fn the_ratio_is_the_fastest_incumbent_over_the_twin() {
+        // A twin twice as fast as the fastest of two incumbents: 2.0, and it flips.
+        let fast = shape(10.0, 0, &[20.0, 35.0]);
+        assert_eq!(fast.ratio, Some(2.0));
+        assert_eq!(conclude(std::slice::from_ref(&fast), true, true, 0.97), (CellDecision::Flipped, Some(2.0), 0));
+        // Twice as slow: 0.5, declined.
+        let slow = shape(40.0, 0, &[20.0, 35.0]);
+        assert_eq!(slow.ratio, Some(0.5));
+        assert_eq!(conclude(std::slice::from_ref(&slow), true, true, 0.97).0, CellDecision::Declined);
+        // A 3 % loss is within the threshold; 4 % is not.
+        assert_eq!(conclude(&[shape(100.0, 0, &[97.0])], true, true, 0.97).0, CellDecision::Flipped);
+        assert_eq!(conclude(&[shape(100.0, 0, &[96.0])], true, true, 0.97).0, CellDecision::Declined);
+        // Fast at one shape and slow at another is declined, and the slow ratio is the record's.
+        assert_eq!(conclude(&[fast, slow], true, true, 0.97), (CellDecision::Declined, Some(0.5), 0));
+    }
+
+    #[test]
+    fn exact_at_one_shape_is_not_exact_at_all() {
+        let exact = shape(10.0, 0, &[20.0]);
+        let off = shape(10.0, 1, &[20.0]);
+        assert_eq!(conclude(&[exact.clone(), off.clone()], true, true, 0.97).0, CellDecision::Failed);
+        assert_eq!(conclude(&[off, exact.clone()], true, true, 0.97).0, CellDecision::Failed);
+        // Untimed, or timed at one shape of two: no speed verdict.
+        assert_eq!(conclude(std::slice::from_ref(&exact), true, false, 0.97), (CellDecision::Unverified, None, 0));
+        let mut untimed = exact.clone();
+        untimed.ratio = None;
+        assert_eq!(conclude(&[exact.clone(), untimed], true, true, 0.97).0, CellDecision::Unverified);
+        // A candidate run that failed leaves a flip unverified; a twin that did not run is
+        // unsupported where an incumbent exists.
+        let mut broken = exact.clone();
+        broken.candidates[1].error = Some("launch".into());
+        assert_eq!(conclude(&[broken], true, true, 0.97).0, CellDecision::Unverified);
+        let mut no_twin = exact;
+        no_twin.candidates[0].error = Some("launch".into());
+        assert_eq!(conclude(&[no_twin], true, true, 0.97).0, CellDecision::Unsupported);
+        assert_eq!(conclude(&[], true, true, 0.97).0, CellDecision::Unsupported);
+    }
 }

@@ -18,7 +18,9 @@
 
 use crate::codegen::code_hash::code_hashes;
 use crate::codegen::lowering::{self, Codegen};
-use crate::records::record::{CodeHashes, ConformanceEvidence, Decision, ProofEvidence, Record, SpeedEvidence};
+use crate::records::record::{
+    CodeHashes, ConformanceEvidence, Decision, MachineCodeEvidence, ProofEvidence, Record, SpeedEvidence,
+};
 use crate::tag::lifted::{self, ProofSpec};
 use crate::tag::registry::ArmEntry;
 use crate::tag::target::Target;
@@ -129,6 +131,16 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
             ));
             Decision::Unverified
         }
+        Ok(())
+            if profile.backend == Backend::Cuda
+                && machine_code.as_ref().is_none_or(|m| m.how.starts_with(MachineCodeEvidence::NOT_OBTAINED)) =>
+        {
+            notes.push(format!(
+                "the machine code the GPU runs could not be read ({}): what the table promises is unchecked, so nothing is concluded",
+                machine_code.as_ref().map_or("no device source", |m| m.how.as_str())
+            ));
+            Decision::Unverified
+        }
         Ok(()) if machine_code.as_ref().is_some_and(|m| !m.missing.is_empty()) => {
             notes.push(format!(
                 "the machine code the GPU runs lacks what the table promises for {}: not accelerated here",
@@ -195,7 +207,6 @@ fn machine_evidence(
     arm: &str,
     default: &str,
 ) -> crate::records::record::MachineCodeEvidence {
-    use crate::records::record::MachineCodeEvidence;
     if profile.backend != Backend::Cuda {
         return MachineCodeEvidence {
             how: format!(
@@ -210,7 +221,9 @@ fn machine_evidence(
         (Ok(arm_code), Ok(default_code)) => {
             crate::codegen::machine_code::judge(profile.backend, instructions, &arm_code, &default_code)
         }
-        (Err(e), _) | (_, Err(e)) => MachineCodeEvidence { how: format!("not obtained: {e}"), ..Default::default() },
+        (Err(e), _) | (_, Err(e)) => {
+            MachineCodeEvidence { how: format!("{}: {e}", MachineCodeEvidence::NOT_OBTAINED), ..Default::default() }
+        }
     }
 }
 
@@ -303,7 +316,7 @@ fn time(
         }))
         .map_err(|p| TimingError::Panicked(panic_text(&p)))??;
         for (a, d) in measured[0].iter().zip(&measured[1]) {
-            ratios.push(d.as_secs_f64() / a.as_secs_f64().max(1e-12));
+            ratios.push(speed_ratio(*a, *d));
             arm_times.push(a.as_secs_f64() * 1e6);
             default_times.push(d.as_secs_f64() * 1e6);
         }
@@ -341,6 +354,11 @@ fn quantile(values: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
+/// `default`'s time over the arm's for one round: above 1 where the arm is faster.
+pub fn speed_ratio(arm: std::time::Duration, default: std::time::Duration) -> f64 {
+    default.as_secs_f64() / arm.as_secs_f64().max(1e-12)
+}
+
 /// The speed half's decision from the per-round ratios (`default`'s time / the arm's) and
 /// whether it is settled: flipped when the lower quartile meets the threshold, declined when
 /// the upper quartile misses it; between them the measurement is within its own noise and the
@@ -366,7 +384,19 @@ pub fn today() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Decision, speed_decision};
+    use super::{Decision, speed_decision, speed_ratio};
+    use std::time::Duration;
+
+    #[test]
+    fn the_ratio_is_default_over_the_arm() {
+        let us = Duration::from_micros;
+        assert_eq!(speed_ratio(us(10), us(20)), 2.0, "an arm twice as fast");
+        assert_eq!(speed_ratio(us(20), us(10)), 0.5, "an arm twice as slow");
+        let rounds: Vec<f64> = (0..7).map(|i| speed_ratio(us(100), us(90 + i))).collect();
+        assert_eq!(speed_decision(&rounds, 0.97).0, Decision::DeclinedSlow, "{rounds:?}");
+        let rounds: Vec<f64> = (0..7).map(|i| speed_ratio(us(90 + i), us(100))).collect();
+        assert_eq!(speed_decision(&rounds, 0.97).0, Decision::Flipped, "{rounds:?}");
+    }
 
     #[test]
     fn the_spread_of_the_rounds_decides_the_speed_half() {

@@ -65,6 +65,29 @@ impl Difference {
     }
 }
 
+/// The scalars of one output (`name`, of `kind`, `width` scalars a value) that `contract` does
+/// not accept between `got` and `want`: every scalar of the buffer is compared, but those of a
+/// don't-care lane of the island's value.
+pub fn differing_scalars(
+    (name, kind, width): (&str, ValueKind, usize),
+    (got, want): (&[u8], &[u8]),
+    contract: crate::values::contract::Contract,
+    magnitudes: Option<&[u8]>,
+    dont_care: Option<&[bool]>,
+) -> Vec<usize> {
+    let n = got.len().max(want.len()) / kind.size();
+    if got.len() != want.len() {
+        // Buffers of different sizes differ from the first scalar one of them lacks.
+        return (got.len().min(want.len()) / kind.size()..n).collect();
+    }
+    (0..n)
+        .filter(|&i| !Outputs::ignored(dont_care, name, i / width))
+        .filter(|&i| {
+            !contract.accepts(kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitudes.map(|m| kind.bits_at(m, i)))
+        })
+        .collect()
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn compare(
     entry: &ArmEntry,
@@ -85,10 +108,8 @@ pub fn compare(
     {
         let n = got.len() / kind.size();
         let magnitude = |i: usize| outputs.magnitudes.map(|m| kind.bits_at(&m.buffers[o].3, i));
-        let differing: Vec<usize> = (0..n)
-            .filter(|&i| !Outputs::ignored(outputs.dont_care, name, i / width))
-            .filter(|&i| !contract.accepts(*kind, kind.bits_at(got, i), kind.bits_at(want, i), magnitude(i)))
-            .collect();
+        let magnitudes = outputs.magnitudes.map(|m| m.buffers[o].3.as_slice());
+        let differing = differing_scalars((name, *kind, *width), (got, want), contract, magnitudes, outputs.dont_care);
         differing_cubes.extend(differing.iter().map(|&i| cube_of(lifted, name, i / width)));
         let Some(&first_scalar) = differing.first() else { continue };
         if found.is_some() {
@@ -220,4 +241,86 @@ fn replay(r: &mut String, entry: &ArmEntry, (base_seed, seed): (u64, u64)) {
         "  seed {base_seed:#x} (stream {seed:#x}): replay with ISLANDS_SEED={base_seed:#x} and the filter `{}`",
         entry.name()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::contract::Contract;
+
+    /// A buffer of `n` scalars of `kind`, each a distinct ordinary value (no NaN, whose payload
+    /// the exact contract lets differ).
+    fn buffer(kind: ValueKind, n: usize) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for i in 0..n {
+            let v = 1.0 + i as f64 / 8.0;
+            match kind {
+                ValueKind::F32 => bytes.extend((v as f32).to_le_bytes()),
+                ValueKind::F16 => bytes.extend(half::f16::from_f64(v).to_le_bytes()),
+                ValueKind::BF16 => bytes.extend(half::bf16::from_f64(v).to_le_bytes()),
+                ValueKind::F64 => bytes.extend(v.to_le_bytes()),
+                other => bytes.extend(&(i as u64 * 3 + 1).to_le_bytes()[..other.size()]),
+            }
+        }
+        bytes
+    }
+
+    /// Every scalar of every kind and vector width is compared: one bit changed in any one of
+    /// them (its lowest, or its highest) is found at its index, and nowhere else; a don't-care
+    /// lane hides exactly its own value's scalars.
+    #[test]
+    fn one_changed_bit_in_any_scalar_is_found_there() {
+        let kinds = [
+            ValueKind::I8,
+            ValueKind::U8,
+            ValueKind::I16,
+            ValueKind::U16,
+            ValueKind::I32,
+            ValueKind::U32,
+            ValueKind::I64,
+            ValueKind::U64,
+            ValueKind::F16,
+            ValueKind::BF16,
+            ValueKind::F32,
+            ValueKind::F64,
+        ];
+        for kind in kinds {
+            for width in [1, 4] {
+                let n = 8 * width;
+                let want = buffer(kind, n);
+                assert!(
+                    differing_scalars((VALUE, kind, width), (&want, &want), Contract::Exact, None, None).is_empty()
+                );
+                for i in 0..n {
+                    for bit in [0, 8 * kind.size() - 1] {
+                        let mut got = want.clone();
+                        got[i * kind.size() + bit / 8] ^= 1 << (bit % 8);
+                        let found = differing_scalars((VALUE, kind, width), (&got, &want), Contract::Exact, None, None);
+                        assert_eq!(found, [i], "{kind:?} × {width}, scalar {i}, bit {bit}");
+                        let mut mask = vec![false; n / width];
+                        mask[i / width] = true;
+                        let hidden =
+                            differing_scalars((VALUE, kind, width), (&got, &want), Contract::Exact, None, Some(&mask));
+                        assert!(hidden.is_empty(), "{kind:?} × {width}, scalar {i}: a don't-care lane");
+                        // The mask applies to the island's value only, never to another output.
+                        let other =
+                            differing_scalars(("out", kind, width), (&got, &want), Contract::Exact, None, Some(&mask));
+                        assert_eq!(other, [i], "{kind:?} × {width}, scalar {i}: another output");
+                        mask[i / width] = false;
+                        if let Some(j) = (0..n / width).find(|&j| j != i / width) {
+                            mask[j] = true;
+                        }
+                        let shown =
+                            differing_scalars((VALUE, kind, width), (&got, &want), Contract::Exact, None, Some(&mask));
+                        assert_eq!(shown, [i], "{kind:?} × {width}, scalar {i}: another lane's mask");
+                    }
+                }
+                let short = &want[..want.len() - kind.size()];
+                assert_eq!(
+                    differing_scalars((VALUE, kind, width), (short, &want), Contract::Exact, None, None),
+                    [n - 1]
+                );
+            }
+        }
+    }
 }
