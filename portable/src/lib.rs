@@ -11,7 +11,9 @@
 
 use cubecl::prelude::*;
 
+mod binary32;
 mod fused_bf16;
+pub use binary32::{fma_rn32, fma_ties_away32, mul_add_rounded32, mul_rn32};
 pub use fused_bf16::fused_step_bf16;
 
 /// Units a cube may have at most: the length of the shared scratch of the group helpers.

@@ -59,6 +59,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("policy::an_arm_with_float_arithmetic_of_its_own_needs_a_record", float_arithmetic_of_its_own),
         Trial::test("policy::a_failed_record_blocks_the_arm_on_every_device_of_its_runtime", failed_blocks_everywhere),
         Trial::test("policy::a_runtime_no_device_ran_runs_arms_only_on_trust", unwitnessed_runtime),
+        Trial::test("policy::a_driver_that_picks_the_subgroup_width_runs_default_for_plane_arms", varying_widths),
         Trial::test("policy::readme_states_design_md_s_rule_word_for_word", readme_states_the_rule),
         Trial::test("policy::a_declined_record_declines_under_a_new_driver", declines_survive_driver_updates),
         Trial::test("policy::a_stale_flipped_record_is_not_taken", stale_flips_are_not_taken),
@@ -274,9 +275,22 @@ fn selections_among(
     all: Vec<Record>,
     ids: &[&str],
 ) -> Result<Vec<(String, Selection)>, Failed> {
+    selections_at(device, profile, policy, (mine, all), ids, (device.plane, device.plane))
+}
+
+/// [`selections_among`] on a device whose driver may run a kernel at any plane width in
+/// `planes` (narrowest, widest).
+fn selections_at(
+    device: &Fingerprint,
+    profile: Profile,
+    policy: Policy,
+    (mine, all): (Vec<Record>, Vec<Record>),
+    ids: &[&str],
+    planes: (u32, u32),
+) -> Result<Vec<(String, Selection)>, Failed> {
     let cpu = proofs::cpu()?;
     let entries: Vec<&'static ArmEntry> = ids.iter().map(|id| arm(id)).collect::<Result<_, _>>()?;
-    let facts = island_runtime::evidence::facts_of(&entries, device, &profile, &mine, &cpu);
+    let facts = island_runtime::evidence::facts_of(&entries, device, &profile, &mine, &cpu, planes);
     let view = DeviceLedger::leak(device.clone(), profile, policy, all, facts);
     let target = Target::forced(profile, &cpu).with_ledger(view);
     Ok(entries.iter().map(|e| (e.site.id.to_string(), target.explain(e.site))).collect())
@@ -438,6 +452,33 @@ fn unwitnessed_runtime() -> Result<(), Failed> {
     expect_arm(&got[0])?;
     // Trust carries only a proof that decides the bytes.
     expect_default(&got[1], &["no record of this device"])
+}
+
+/// A Vulkan driver that may run a kernel at any subgroup width from 8 to 32 (Intel's), no
+/// records: even the arms whose plane operations are lane moves or integer sums take
+/// `default`, since each was proven at one width; `dp4a` keeps its arm; with the width fixed
+/// (NVIDIA's driver, lavapipe) the lane moves keep theirs.
+fn varying_widths() -> Result<(), Failed> {
+    let device = Fingerprint {
+        runtime: "wgpu<spirv>".into(),
+        device: "Intel(R) Arc(tm) A770 Graphics (DG2)".into(),
+        identity: String::new(),
+        plane: 32,
+        sm: 0,
+        driver: "unknown".into(),
+    };
+    let profile = Profile::references(Backend::Vulkan)
+        .into_iter()
+        .find(|p| p.plane == 32 && p.dp4a)
+        .ok_or("no 32-lane Vulkan reference profile with dp4a")?;
+    let ids = ["plane::shuffle_xor_w32#0", "plane::plane_sum_i32_w32#0", "dp4a::check#0"];
+    let records = (vec![], vec![witness(&device)]);
+    let got = selections_at(&device, profile, Policy::Evidence, records.clone(), &ids, (8, 32))?;
+    expect_default(&got[0], &["from 8 to 32", "plane::shuffle_xor"])?;
+    expect_default(&got[1], &["from 8 to 32", "plane::sum"])?;
+    expect_arm(&got[2])?;
+    let got = selections_at(&device, profile, Policy::Evidence, records, &ids, (32, 32))?;
+    got.iter().try_for_each(expect_arm)
 }
 
 /// README's promise is design.md's rule, word for word (line breaks aside).

@@ -610,3 +610,41 @@ pub fn wgmma_loop_one_stage_short(
         },
     }
 }
+
+/// The binary32 formulations without binary64 (`portable::fma_rn32`), each with one planted
+/// rounding bug, against the binary64 definition: a fused multiply-add rounded twice (the
+/// product first), one that flushes subnormal results to zero (what NVIDIA's Vulkan driver does
+/// to ordinary arithmetic), and one that rounds halfway cases away from zero.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn fma32_rounded_twice(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32) -> f32;
+        webgpu | metal => portable::mul_add_rounded32(a, b, c),
+        default => portable::fma_rn(a, b, c),
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn fma32_flushing_subnormals(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32) -> f32;
+        webgpu | metal => {
+            let r = portable::fma_rn32(a, b, c);
+            let bits = u32::reinterpret(r);
+            select((bits & 0x7f80_0000u32) == 0u32, f32::reinterpret(bits & 0x8000_0000u32), r)
+        },
+        default => portable::fma_rn(a, b, c),
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn fma32_ties_away(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32) -> f32;
+        webgpu | metal => portable::fma_ties_away32(a, b, c),
+        default => portable::fma_rn(a, b, c),
+    }
+}

@@ -27,6 +27,9 @@ pub struct Device {
     pub profile: Option<Profile>,
     /// The identity its ledger records are keyed by; `None` where there is no profile.
     pub fingerprint: Option<Fingerprint>,
+    /// The narrowest plane the driver may run a kernel with (`exec.plane` is the widest): equal
+    /// on CUDA, NVIDIA's Vulkan driver and lavapipe; 8 to 32 on Intel's, 32 or 64 on AMD's.
+    pub plane_min: u32,
 }
 
 impl Device {
@@ -84,7 +87,11 @@ impl Device {
         let fingerprint = profile
             .as_ref()
             .map(|p| Fingerprint::new(client.name(), &props.identity.name, &props.identity.fingerprint, p.plane, p.sm));
-        Device { exec, profile, fingerprint }
+        let plane_min = match executor {
+            Executor::Cpu => 1,
+            _ => props.hardware.plane_size_min.clamp(1, exec.plane),
+        };
+        Device { exec, profile, fingerprint, plane_min }
     }
 }
 

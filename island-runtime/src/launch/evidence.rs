@@ -12,12 +12,17 @@ use island_vocab::{Expect, Profile};
 
 /// The facts of `entries` on `device` of `profile`, with `records` (`host` lends buffers for
 /// expansion; nothing runs).
+///
+/// `planes` is the range of plane widths the device's driver may run a kernel with (narrowest,
+/// widest): an arm that lowers plane operations was proven at one width, so where the driver
+/// may pick another, it needs a record (`crate::launch::semantics::needs_device_evidence`).
 pub fn facts_of(
     entries: &[&'static ArmEntry],
     device: &Fingerprint,
     profile: &Profile,
     records: &[Record],
     host: &Client,
+    planes: (u32, u32),
 ) -> Vec<((String, String), ArmFacts)> {
     entries
         .iter()
@@ -27,7 +32,7 @@ pub fn facts_of(
             let needs_device_evidence = if entry.expect != Expect::Equal {
                 Some("the arm is a negative fixture, written to differ from `default`".to_string())
             } else {
-                crate::launch::semantics::needs_device_evidence(entry, profile, host)
+                crate::launch::semantics::needs_device_evidence(entry, profile, host, planes)
             };
             let record = records.iter().find(|r| r.island == key.0 && r.arm == key.1 && r.device == *device);
             let stale = record
@@ -38,14 +43,15 @@ pub fn facts_of(
         .collect()
 }
 
-/// [`facts_of`] every registered arm.
+/// [`facts_of`] every registered arm, on the device behind `host`.
 pub fn facts(
     device: &Fingerprint,
     profile: &Profile,
     records: &[Record],
     host: &Client,
 ) -> Vec<((String, String), ArmFacts)> {
-    facts_of(registry::arms(), device, profile, records, host)
+    let d = crate::hardware::device::Device::of(host);
+    facts_of(registry::arms(), device, profile, records, host, (d.plane_min, d.exec.plane))
 }
 
 /// Why `record` no longer describes `entry` as this build generates it, if it does not.

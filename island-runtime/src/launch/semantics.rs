@@ -108,7 +108,17 @@ pub fn native(
 /// does not: the device-defined or synchronizing semantics its arm lowers natively there, float
 /// arithmetic in its expansion, a contract weaker than bit equality under `profile`, or no
 /// proof at all.
-pub fn needs_device_evidence(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Option<String> {
+///
+/// `planes` is the range of plane widths the device's driver may pick (narrowest, widest): a
+/// Vulkan, Metal or WebGPU driver may run a kernel at any subgroup width of its range unless the
+/// width is fixed, so an arm that lowers plane operations there is proven at one width the
+/// driver need not use.
+pub fn needs_device_evidence(
+    entry: &'static ArmEntry,
+    profile: &Profile,
+    host: &Client,
+    planes: (u32, u32),
+) -> Option<String> {
     let ProofSpec::Lifted(lifted) = &entry.proof else {
         return Some("the island has no proof signature, so no CPU proof covers the arm".into());
     };
@@ -142,9 +152,27 @@ pub fn needs_device_evidence(entry: &'static ArmEntry, profile: &Profile, host: 
             if !syncs.is_empty() {
                 why.push(format!("it synchronizes through {}, which a CPU proof cannot see", syncs.join(", ")));
             }
+            if let Some(width) = varying_plane_width(&native.uses, profile, planes) {
+                why.push(width);
+            }
             (!why.is_empty()).then(|| why.join("; "))
         }
     }
+}
+
+/// Why the plane width an arm was proven at may not be the one it runs at, if so: it lowers
+/// plane operations natively, and the driver may pick any width in `planes` (narrowest,
+/// widest), which is not one width. CUDA's warp is 32 lanes by definition.
+pub fn varying_plane_width(uses: &[NativeUse], profile: &Profile, (min, max): (u32, u32)) -> Option<String> {
+    let plane: Vec<String> = uses.iter().filter(|u| u.intrinsic.starts_with("plane::")).map(NativeUse::name).collect();
+    (!plane.is_empty() && min != max && profile.backend != island_vocab::Backend::Cuda).then(|| {
+        format!(
+            "it lowers `{}` natively, proven at a plane of {} lanes, and this driver may run it at any subgroup width \
+             from {min} to {max} (nothing fixes it)",
+            plane.join("`, `"),
+            profile.plane
+        )
+    })
 }
 
 #[cfg(test)]
@@ -165,5 +193,19 @@ mod tests {
         note_native("ignored", Semantics::Defined, &[]);
         let ((), none) = trace(|| ());
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn a_plane_arm_needs_a_record_where_the_driver_picks_the_width() {
+        let shuffle =
+            NativeUse { intrinsic: "plane::shuffle_xor", semantics: Semantics::Defined, operands: vec!["f32"] };
+        let dp4a = NativeUse { intrinsic: "dp4a", semantics: Semantics::Defined, operands: vec![] };
+        let vulkan = Profile::references(island_vocab::Backend::Vulkan)[0];
+        let why = varying_plane_width(std::slice::from_ref(&shuffle), &vulkan, (8, 32)).unwrap();
+        assert!(why.contains("from 8 to 32") && why.contains("plane::shuffle_xor<f32>"), "{why}");
+        assert_eq!(varying_plane_width(std::slice::from_ref(&shuffle), &vulkan, (32, 32)), None);
+        assert_eq!(varying_plane_width(&[dp4a], &vulkan, (8, 32)), None);
+        let cuda = Profile::references(island_vocab::Backend::Cuda)[0];
+        assert_eq!(varying_plane_width(&[shuffle], &cuda, (8, 32)), None);
     }
 }

@@ -12,7 +12,7 @@
 //! | a declined record of this device under any driver | no (a measured "no" survives driver updates) |
 //! | an `unverified` record of this exact device whose bit-exact half passed (only the timing is missing), hashes current | yes |
 //! | any other `unverified` record | no |
-//! | no record of this device; every intrinsic the arm lowers natively is *defined* for its operands, its expansion holds no float arithmetic, its contract is bit equality, and some device of its runtime has run an island natively | yes: its CPU proof carries |
+//! | no record of this device; every intrinsic the arm lowers natively is *defined* for its operands, its expansion holds no float arithmetic, its plane operations run at the one width the driver allows, its contract is bit equality, and some device of its runtime has run an island natively | yes: its CPU proof carries |
 //! | the same, but no device of its runtime (HIP, Metal, WGSL today) has run an island natively | only under [`Policy::Trust`], said once |
 //! | no record of this device, and the arm uses semantics the device decides (float arithmetic, float subgroup reductions, tensor-core float accumulation) or synchronizes (async copies, barriers, fences, non-coherent loads), has a tolerance contract, or has no proof | no |
 //!
