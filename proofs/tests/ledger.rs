@@ -334,18 +334,24 @@ fn float_tensor_cores_on_sm80() -> Result<(), Failed> {
     expect_arm(&got[3])
 }
 
+/// A Vulkan device reached through wgpu with 32-lane subgroups, named `device`, its driver
+/// `driver`.
+fn vulkan_device(device: &str, driver: &str) -> Fingerprint {
+    Fingerprint {
+        runtime: "wgpu<spirv>".into(),
+        device: device.into(),
+        identity: String::new(),
+        plane: 32,
+        sm: 0,
+        driver: driver.into(),
+    }
+}
+
 /// An NVIDIA GPU other than the H200 under Vulkan, 32-lane subgroups, no records: the float
 /// plane reductions take `default` (device-defined for floats), the integer sum and the
 /// shuffles keep their arms.
 fn float_plane_reductions_elsewhere() -> Result<(), Failed> {
-    let device = Fingerprint {
-        runtime: "wgpu<spirv>".into(),
-        device: "NVIDIA GeForce RTX 4090".into(),
-        identity: String::new(),
-        plane: 32,
-        sm: 0,
-        driver: "nvidia 580.95.05".into(),
-    };
+    let device = vulkan_device("NVIDIA GeForce RTX 4090", "nvidia 580.95.05");
     let profile = Profile::references(Backend::Vulkan)
         .into_iter()
         .find(|p| p.plane == 32)
@@ -459,14 +465,7 @@ fn unwitnessed_runtime() -> Result<(), Failed> {
 /// `default`, since each was proven at one width; `dp4a` keeps its arm; with the width fixed
 /// (NVIDIA's driver, lavapipe) the lane moves keep theirs.
 fn varying_widths() -> Result<(), Failed> {
-    let device = Fingerprint {
-        runtime: "wgpu<spirv>".into(),
-        device: "Intel(R) Arc(tm) A770 Graphics (DG2)".into(),
-        identity: String::new(),
-        plane: 32,
-        sm: 0,
-        driver: "unknown".into(),
-    };
+    let device = vulkan_device("Intel(R) Arc(tm) A770 Graphics (DG2)", "unknown");
     let profile = Profile::references(Backend::Vulkan)
         .into_iter()
         .find(|p| p.plane == 32 && p.dp4a)
