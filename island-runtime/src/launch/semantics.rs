@@ -131,20 +131,18 @@ pub fn needs_device_evidence(
         Ok(native) => {
             let (syncs, others): (Vec<&NativeUse>, Vec<&NativeUse>) =
                 native.uses.iter().partition(|u| matches!(u.semantics, Semantics::Synchronizing(_)));
-            let mut decided: Vec<String> = others
-                .iter()
-                .filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name())))
-                .collect();
+            // Each use whose result is not the specification's alone, with what decides it.
+            let described = |uses: &[&NativeUse]| -> Vec<String> {
+                uses.iter().filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name()))).collect()
+            };
+            let mut decided = described(&others);
             if !native.float_ops.is_empty() {
                 decided.push(format!(
                     "float arithmetic (`{}`: subnormal flushing and contraction)",
                     native.float_ops.join("`, `")
                 ));
             }
-            let syncs: Vec<String> = syncs
-                .iter()
-                .filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name())))
-                .collect();
+            let syncs = described(&syncs);
             let mut why = Vec::new();
             if !decided.is_empty() {
                 why.push(format!("it lowers {} natively, which the device decides", decided.join(", ")));
