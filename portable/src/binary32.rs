@@ -9,7 +9,7 @@
 //! rounding, flush and wrong tie caught against the binary64 definition; the positive proof (an
 //! island arm taking these where a backend lacks binary64) is still to be wired.
 
-use crate::{exponent, significand};
+use crate::fields::{exponent, significand};
 use cubecl::prelude::*;
 
 /// `a · b`, rounded to nearest even (the bits of [`crate::mul_rn`]).

@@ -10,8 +10,10 @@
 //! re-exports it.
 
 use cubecl::prelude::*;
+use fields::{exponent, significand};
 
 mod binary32;
+mod fields;
 mod fused_bf16;
 pub use binary32::{fma_rn32, fma_ties_away32, mul_add_rounded32, mul_rn32};
 pub use fused_bf16::fused_step_bf16;
@@ -272,27 +274,6 @@ pub fn sqrt_rn(x: f32) -> f32 {
         round_pack(0u32, p / 2 + 127, root, rem != 0)
     };
     f32::reinterpret(bits)
-}
-
-/// The significand of a finite non-zero binary32 with its implicit bit, normalised into
-/// `[2^23, 2^24)` (subnormals shifted up).
-#[cube]
-fn significand(e: u32, f: u32) -> u32 {
-    let mut m = f | 0x80_0000u32;
-    if e == 0 {
-        m = f << (f.leading_zeros() - 8);
-    }
-    m
-}
-
-/// The biased exponent that goes with [`significand`]: below 1 for subnormals.
-#[cube]
-fn exponent(e: u32, f: u32) -> i32 {
-    let mut x = i32::cast_from(e);
-    if e == 0 {
-        x = 9 - i32::cast_from(f.leading_zeros());
-    }
-    x
 }
 
 /// Rounds and packs a result: `g` holds 24 significand bits (implicit bit at 23 when normal) and
