@@ -90,7 +90,7 @@ pub enum BenchError {
 /// Runs the benches on `client`; `Ok(false)` when a result was not byte-equal.
 pub fn run_on(client: &Client, options: &Options) -> Result<bool, BenchError> {
     let cpu = RuntimeName::Cpu.client()?;
-    println!("bench on `{}`: {}", client.name(), Target::for_client(client));
+    println!("bench on `{}`: {}", island_runtime::device::runtime_name(client), Target::for_client(client));
     println!(
         "kernel-only: buffers created once, {} dispatches per round, one sync per round, median of {} rounds",
         options.iters, options.rounds
@@ -206,7 +206,7 @@ fn matvec(
     let weights = q8_matvec::Q8Weights::from_gguf(m, k, &gguf)?;
     let p = q8_matvec::Problem::new(client, &weights, &x)?;
     let native = Target::for_client(client);
-    let default = Target::default_arms(client);
+    let default = Target::default_for_client(client);
     // Each variant once before timing: a runtime that refuses one says so here.
     p.launch(client, Some(native))?;
     p.launch(client, Some(default))?;

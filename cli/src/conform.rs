@@ -34,7 +34,8 @@ pub enum ConformError {
 pub fn run(args: Args) -> Result<Outcome, ConformError> {
     let device = args.runtime.client()?;
     let cpu = RuntimeName::Cpu.client()?;
-    let profile = island_runtime::device::profile(&device).ok_or_else(|| NotADevice(device.name().to_string()))?;
+    let profile = island_runtime::device::profile(&device)
+        .ok_or_else(|| NotADevice(island_runtime::device::runtime_name(&device).to_string()))?;
     eprintln!("device: {profile}");
     let options = ProofOptions::from_env()?;
     let mut runs = Vec::new();
@@ -67,6 +68,7 @@ pub fn run(args: Args) -> Result<Outcome, ConformError> {
     ] {
         match example::run_on(name, &device, rows, cols, cpu_rows) {
             Ok(ok) => examples_ok &= ok,
+            Err(e @ example::ExampleError::Unsupported(_)) => println!("  example {name}: {e}"),
             Err(e) => {
                 println!("  example {name}: {e}");
                 examples_ok = false;

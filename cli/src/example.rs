@@ -78,6 +78,9 @@ pub enum ExampleError {
     Problem(#[from] ProblemError),
     #[error(transparent)]
     Read(#[from] ReadError),
+    /// The runtime cannot run the example at all (its language lacks a type the kernel reads).
+    #[error("not run: {0}")]
+    Unsupported(ShapeError),
 }
 
 pub fn run(args: Args) -> Result<Outcome, ExampleError> {
@@ -88,12 +91,16 @@ pub fn run(args: Args) -> Result<Outcome, ExampleError> {
 /// Runs example `name` on `client`; `Ok(false)` when some comparison failed.
 pub fn run_on(name: Example, client: &Client, rows: usize, cols: usize, cpu_rows: usize) -> Result<bool, ExampleError> {
     let cpu = RuntimeName::Cpu.client()?;
-    println!("example {name} on `{}` ({}), {rows}×{cols}", client.name(), Target::for_client(client));
+    println!(
+        "example {name} on `{}` ({}), {rows}×{cols}",
+        island_runtime::device::runtime_name(client),
+        Target::for_client(client)
+    );
     if Target::for_client(client).arms().is_none() {
         println!(
             "  note: `{}` takes `default` in every island, so \"native arms\" below are `default` too: \
              this run checks `default` against the CPU runtime and the reference, no accelerated arm",
-            client.name()
+            island_runtime::device::runtime_name(client)
         );
     }
     match name {
@@ -143,7 +150,7 @@ fn q8(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize) 
     problem.launch(client, None)?;
     let native = problem.output(client)?;
     println!("  native arms: {:.1} ms (with compilation)", t.elapsed().as_secs_f64() * 1e3);
-    let device_default = match problem.launch(client, Some(Target::default_arms(client))) {
+    let device_default = match problem.launch(client, Some(Target::default_for_client(client))) {
         Ok(()) => Some(problem.output(client)?),
         Err(e) => {
             println!("  device `default`: could not run: {e}");
@@ -185,7 +192,7 @@ fn rms(client: &Client, cpu: &Client, rows: usize, cols: usize, cpu_rows: usize)
         Ok(f32::from_bytes(&island_runtime::readback::read(c, yh)?).to_vec())
     };
     let native = run(client, rows, Target::for_client(client))?;
-    let device_default = run(client, rows, Target::default_arms(client));
+    let device_default = run(client, rows, Target::default_for_client(client));
     let cpu_default = run(cpu, cpu_rows, Target::for_client(cpu))?;
     let reference = rmsnorm::reference(rows, cols, &x, &w, eps);
     let n = cpu_rows * cols;
@@ -208,6 +215,7 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
     let n = m.min(256);
     let cpu_m = cpu_rows.next_multiple_of(16).min(m);
     gemm_i8::check(m, k, n)?;
+    gemm_i8::check_runtime(client).map_err(ExampleError::Unsupported)?;
     let mut rng = Rng::new(0x6_e_0_0);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
@@ -222,7 +230,7 @@ fn gemm(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize) -> R
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;
-    let device_default = run(client, m, Target::default_arms(client))?;
+    let device_default = run(client, m, Target::default_for_client(client))?;
     let cpu_default = run(cpu, cpu_m, Target::for_client(cpu))?;
     let reference = gemm_i8::reference(m, k, n, &a, &b, &c0);
     let bits = |v: i32| v as u32 as u64;
@@ -278,7 +286,7 @@ fn gemm_bt(client: &Client, cpu: &Client, m: usize, k: usize, kernel: &BtGemm) -
     };
     let (rows, cols) = kernel.block;
     let native = run(client, m, n, Target::for_client(client))?;
-    let device_default = run(client, m, n, Target::default_arms(client))?;
+    let device_default = run(client, m, n, Target::default_for_client(client))?;
     let cpu_default = run(cpu, rows, cols, Target::for_client(cpu))?;
     let reference = gemm_i8_mma::reference(m, k, n, &a, &bt);
     let bits = |v: i32| v as u32 as u64;
@@ -312,7 +320,7 @@ fn gemm_half(client: &Client, cpu: &Client, m: usize, k: usize, cpu_rows: usize)
     };
     println!("  (n = {n})");
     let native = run(client, m, Target::for_client(client))?;
-    let device_default = run(client, m, Target::default_arms(client))?;
+    let device_default = run(client, m, Target::default_for_client(client))?;
     let cpu_default = run(cpu, cpu_m, Target::for_client(cpu))?;
     let reference = gemm_f16::reference(m, k, n, &a, &b, &c0);
     let mut ok =

@@ -116,8 +116,10 @@ pub struct Options {
 /// Gates every arm `device` selects and writes the ledgers; `Ok(false)` when one is not
 /// bit-exact.
 pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, GateError> {
-    let fingerprint =
-        island_runtime::Device::of(device).fingerprint.clone().ok_or_else(|| NotADevice(device.name().to_string()))?;
+    let fingerprint = island_runtime::Device::of(device)
+        .fingerprint
+        .clone()
+        .ok_or_else(|| NotADevice(island_runtime::device::runtime_name(device).to_string()))?;
     eprintln!("device: {fingerprint}");
     let mut ledgers = ledgers()?;
     let mut rows = Vec::new();
@@ -211,7 +213,7 @@ pub fn run_ops(
         if filter.is_some_and(|f| !key.to_string().contains(f)) {
             continue;
         }
-        eprintln!("cell {key} ({}) on {}", registered.krate, device.name());
+        eprintln!("cell {key} ({}) on {}", registered.krate, island_runtime::device::runtime_name(device));
         let record = match cell_gate::gate_cell(registered, device, cpu, options) {
             Ok(r) => r,
             Err(e) => {

@@ -71,7 +71,12 @@ pub fn run(args: Args) -> Result<Outcome, ProveError> {
     }
     let start = Instant::now();
     let runs = prove_all(&arms, &client, &options, args.jobs);
-    let what = format!("{} arms on `{}` in {:.1} s", arms.len(), client.name(), start.elapsed().as_secs_f64());
+    let what = format!(
+        "{} arms on `{}` in {:.1} s",
+        arms.len(),
+        island_runtime::device::runtime_name(&client),
+        start.elapsed().as_secs_f64()
+    );
     Ok(report(&runs, args.json, &what, options.seed, args.allow_unproven))
 }
 

@@ -53,6 +53,19 @@ pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {
     crate::tile_shape::check("int8", m, k, n)
 }
 
+/// Refuses, before launch, a runtime whose language has no `i8` (WGSL): the kernel reads i8
+/// buffers.
+pub fn check_runtime(client: &Client) -> Result<(), ShapeError> {
+    match island_runtime::missing_types::lacked_by(client, &["i8"]).as_slice() {
+        [] => Ok(()),
+        lacked => Err(ShapeError(format!(
+            "the int8 GEMM reads {} buffers, which the language of `{}` lacks",
+            lacked.join(", "),
+            island_runtime::device::runtime_name(client)
+        ))),
+    }
+}
+
 /// Launches the GEMM (`c` must hold the initial accumulator) with the given tag.
 ///
 /// # Safety

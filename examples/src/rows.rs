@@ -31,7 +31,7 @@ pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
 /// shared memory, which CubeCL 0.11 compiles to SPIR-V that crashes lavapipe.
 pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::error::ShapeError> {
     // The runtime's name first: this runs before every launch, and most runtimes stop here.
-    if client.name() == "wgpu<spirv>"
+    if island_runtime::device::runtime_name(client) == "wgpu<spirv>"
         && island_runtime::quirks::crashes_on_shared_memory(&client.properties().identity.name)
         && !matches!(target.explain(island_runtime::sites_of!(row_sum)[0]), island_runtime::Selection::Arm(_))
     {

@@ -45,7 +45,8 @@ pub fn sqrt(x: f32, #[comptime] target: Target) -> f32 {
 /// `a·b + c` in binary32 with one rounding, on every backend. CUDA's `fma` is `fma.rn.f32`;
 /// Vulkan's `Fma` may round the product first (its specification allows a multiply followed by
 /// an add; lavapipe does so), so that arm runs only on a device whose record shows it fused;
-/// `default` is [`portable::fma_rn`].
+/// `default` is [`portable::fma_rn`], in binary64, which WGSL and Metal lack: there the
+/// island is [`portable::fma_rn32`], the same rounding in 32-bit integer words.
 #[islands]
 #[cube]
 pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
@@ -53,6 +54,7 @@ pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
         proof(a: f32, b: f32, c: f32) -> f32;
         cuda => ieee_fma::call(a, b, c, target),
         vulkan => vulkan_fma::call(a, b, c, target),
+        webgpu | metal => portable::fma_rn32(a, b, c),
         default => portable::fma_rn(a, b, c),
     }
 }
@@ -62,13 +64,15 @@ pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
 /// (CubeCL's optimiser fuses a product whose only use is an add into `Fma` on every backend,
 /// and NVRTC contracts the rest). CUDA takes PTX `mul.rn.f32` and `add.rn.f32`, which the PTX
 /// ISA never contracts (explicit rounding); `default` is [`portable::mul_add_rounded`] (the
-/// product in binary64, converted, then added).
+/// product from binary64, rounded by integer operations, then added); WGSL and Metal, which
+/// lack binary64, take [`portable::mul_add_rounded32`] (the product in 32-bit words).
 #[islands]
 #[cube]
 pub fn mul_add(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(a: f32, b: f32, c: f32) -> f32;
         cuda => unfused_mul_add::call(a, b, c, target),
+        webgpu | metal => portable::mul_add_rounded32(a, b, c),
         default => portable::mul_add_rounded(a, b, c),
     }
 }

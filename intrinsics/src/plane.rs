@@ -341,6 +341,12 @@ island_runtime::divergence!(Divergence {
 });
 
 island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::LAVAPIPE_WGSL_MAX_NANS_AND_ZEROS,
+    islands: &[concat!(module_path!(), "::group_max_f32_g8#0"),],
+});
+
+island_runtime::divergence!(Divergence {
     of: Of::Default,
     quirk: &quirks::NVIDIA_VULKAN_FLUSHES_ARITHMETIC,
     islands: &[

@@ -26,14 +26,15 @@ pub fn cube_attr(attrs: &[Attribute]) -> Option<CubeAttr> {
     Some(cube)
 }
 
-/// Launch kernels: the CubeCL kernel is renamed `__islands_kernel_<name>`, and `mod <name>`
+/// Launch kernels: the CubeCL kernel is renamed `islands_kernel_<name>` (no leading `__`, which
+/// WGSL reserves), and `mod <name>`
 /// re-exports it with two launch paths in front: `launch` fills the tag from the client,
 /// `launch_with` takes any tag (to force an arm).
 pub fn paths(func: &mut ItemFn, cube: &CubeAttr, tag: Option<&Ident>) -> TokenStream {
     let rt = crate::paths::runtime();
     let cubecl = crate::paths::cubecl();
     let name = func.sig.ident.clone();
-    let inner = format_ident!("__islands_kernel_{}", name);
+    let inner = format_ident!("islands_kernel_{}", name);
     func.sig.ident = inner.clone();
     let vis = &func.vis;
     let generics = &func.sig.generics;

@@ -19,7 +19,7 @@ pub mod values;
 pub mod verify;
 
 // The modules by their flat names, as the SDK's users name them (`island_runtime::proof`, …).
-pub use codegen::{code_hash, foreign, glsl_kernel, lowering, machine_code};
+pub use codegen::{code_hash, foreign, glsl_kernel, lowering, machine_code, missing_types};
 pub use hardware::{device, divergence, fingerprint, quirks};
 pub use launch::{cell, dispatch, evidence, policy, runtimes, semantics};
 pub use records::{cell_record, embedded, ledger, record};

@@ -1,13 +1,19 @@
 //! binary32 products and fused multiply-adds with 32-bit integer operations only: for backends
 //! without binary64 (WGSL, Metal), where [`crate::mul_rn`] and [`crate::fma_rn`], which compute
 //! in binary64, cannot run. Correctly rounded to nearest even like them, subnormals in and out;
-//! a NaN result is the canonical quiet NaN. No float operation is left for a compiler to
-//! reassociate, contract or flush: the operands' bits are read as integers, the exact product
-//! and sum are formed in 32-bit words, and the result's bits are packed by hand.
+//! a NaN result is the canonical quiet NaN.
 //!
-//! Three negative fixtures (`proofs/tests/negative.rs`, `fma32_*`) show a planted double
-//! rounding, flush and wrong tie caught against the binary64 definition; the positive proof (an
-//! island arm taking these where a backend lacks binary64) is still to be wired.
+//! No compiler can change their bits: the operands' bits are read as integers, the exact
+//! product and sum are formed in 32-bit words, and the result's bits are packed by hand. WGSL's
+//! integer arithmetic is exact modulo 2³² (its shader compilers, naga and Tint alike, may
+//! reorder it only where the result is the same word), and bit casts copy bits, so neither a
+//! reassociation nor a contraction nor a subnormal flush has a float operation to act on.
+//! [`mul_add_rounded32`]'s one float add is the exception, as in [`crate::mul_add_rounded`].
+//!
+//! `island_intrinsics::exact::fma` and `exact::mul_add` take them on WebGPU and Metal; their
+//! CPU proofs compare them with the binary64 definitions on every edge group and on random
+//! inputs, and three negative fixtures (`proofs/tests/negative.rs`, `fma32_*`) show a planted
+//! double rounding, flush and wrong tie caught.
 
 use crate::fields::{exponent, significand};
 use cubecl::prelude::*;

@@ -39,10 +39,13 @@ pub fn trials(crates: &[&'static str]) -> Vec<Trial> {
             Ok(())
         }));
         for runtime in crate::settings::conformance_runtimes().unwrap_or_default() {
-            trials.push(Trial::test(
-                format!("cells::{name}_on_{}_agrees_with_its_committed_record", runtime.as_str()),
-                move || recorded(registered, runtime),
-            ));
+            trials.push(
+                Trial::test(
+                    format!("cells::{name}_on_{}_agrees_with_its_committed_record", runtime.as_str()),
+                    move || recorded(registered, runtime),
+                )
+                .with_ignored_flag(!crate::settings::runs_engine_kernels(runtime)),
+            );
         }
     }
     trials

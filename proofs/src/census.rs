@@ -29,6 +29,9 @@ pub struct Census {
     /// it runs. Absent when the build has no `vulkan` runtime or the device is not lavapipe.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub lavapipe: Option<DeviceCensus>,
+    /// The same through WGSL (the `webgpu` runtime on lavapipe).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub lavapipe_wgsl: Option<DeviceCensus>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,11 +66,13 @@ pub struct DeviceCensus {
 /// The trial kind of the census, which [`crate::trials::run`] schedules after every other.
 pub const KIND: &str = "census";
 
-/// The scope conformance verdicts are recorded under.
-pub const CONFORMANCE: &str = "conformance";
+/// The scope conformance verdicts on `runtime` are recorded under.
+pub fn conformance_scope(runtime: RuntimeName) -> String {
+    format!("conformance::{runtime}")
+}
 
-/// Verdicts reached in this process: per scope (a crate, or [`CONFORMANCE`]), the arms that ran
-/// and how many runs reached each verdict.
+/// Verdicts reached in this process: per scope (a crate, or a runtime's [`conformance_scope`]),
+/// the arms that ran and how many runs reached each verdict.
 type Verdicts = (BTreeSet<String>, BTreeMap<String, usize>);
 static RECORDED: Mutex<BTreeMap<String, Verdicts>> = Mutex::new(BTreeMap::new());
 
@@ -117,24 +122,32 @@ pub fn count(crates: &[&str]) -> Result<Census, CensusError> {
         c.verdicts = verdicts_of(krate, &arms).unwrap_or_default();
         census.crates.insert(krate.to_string(), c);
     }
-    if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
-        let device = RuntimeName::Device(island_runtime::Backend::Vulkan).client()?;
-        let profile = island_runtime::device::profile(&device).ok_or(CensusError::NoProfile)?;
-        if profile.name.contains("llvmpipe") {
-            let selected: BTreeSet<String> = registry::arms()
-                .iter()
-                .filter(|e| {
-                    crates.contains(&e.krate)
-                        && e.expect != Expect::Mismatch
-                        && island_runtime::tag::registry::selects(e, &profile)
-                })
-                .map(|e| e.name())
-                .collect();
-            let verdicts = verdicts_of(CONFORMANCE, &selected).unwrap_or_default();
-            census.lavapipe = Some(DeviceCensus { plane: profile.plane, conformance_runs: selected.len(), verdicts });
-        }
-    }
+    census.lavapipe = on_lavapipe(RuntimeName::Device(island_runtime::Backend::Vulkan), crates)?;
+    census.lavapipe_wgsl = on_lavapipe(RuntimeName::Device(island_runtime::Backend::WebGpu), crates)?;
     Ok(census)
+}
+
+/// Conformance on `runtime`, where this build has it and its device is lavapipe.
+fn on_lavapipe(runtime: RuntimeName, crates: &[&str]) -> Result<Option<DeviceCensus>, CensusError> {
+    if !runtime.built() {
+        return Ok(None);
+    }
+    let device = runtime.client()?;
+    let profile = island_runtime::device::profile(&device).ok_or(CensusError::NoProfile)?;
+    if !profile.name.contains("llvmpipe") {
+        return Ok(None);
+    }
+    let selected: BTreeSet<String> = registry::arms()
+        .iter()
+        .filter(|e| {
+            crates.contains(&e.krate)
+                && e.expect != Expect::Mismatch
+                && island_runtime::tag::registry::selects(e, &profile)
+        })
+        .map(|e| e.name())
+        .collect();
+    let verdicts = verdicts_of(&conformance_scope(runtime), &selected).unwrap_or_default();
+    Ok(Some(DeviceCensus { plane: profile.plane, conformance_runs: selected.len(), verdicts }))
 }
 
 /// The census trial: `file` holds the committed counts.
@@ -151,10 +164,13 @@ pub fn trial(file: PathBuf, crates: &'static [&'static str]) -> Trial {
             .and_then(|s| serde_json::from_str(&s).map_err(|e| format!("{}: {e}", file.display())))?;
         // Without lavapipe in this build its counts cannot be checked here, and are not compared;
         // verdicts of a scope whose trials did not all run (a filter) are not compared either.
-        let mut expected = match now.lavapipe {
-            Some(_) => committed.clone(),
-            None => Census { lavapipe: None, ..committed.clone() },
-        };
+        let mut expected = committed.clone();
+        if now.lavapipe.is_none() {
+            expected.lavapipe = None;
+        }
+        if now.lavapipe_wgsl.is_none() {
+            expected.lavapipe_wgsl = None;
+        }
         for (krate, c) in &now.crates {
             if c.verdicts.is_empty()
                 && let Some(e) = expected.crates.get_mut(krate)
@@ -162,10 +178,12 @@ pub fn trial(file: PathBuf, crates: &'static [&'static str]) -> Trial {
                 e.verdicts.clear();
             }
         }
-        if let (Some(now), Some(e)) = (&now.lavapipe, expected.lavapipe.as_mut())
-            && now.verdicts.is_empty()
-        {
-            e.verdicts.clear();
+        for (now, e) in [(&now.lavapipe, &mut expected.lavapipe), (&now.lavapipe_wgsl, &mut expected.lavapipe_wgsl)] {
+            if let (Some(now), Some(e)) = (now, e.as_mut())
+                && now.verdicts.is_empty()
+            {
+                e.verdicts.clear();
+            }
         }
         if expected == now {
             Ok(())

@@ -97,7 +97,11 @@ pub fn trials(runtime: RuntimeName, crates: &[&str]) -> Vec<Trial> {
                 let host = cpu()?;
                 match island_runtime::conformance::conform(entry, &device, &host, &options) {
                     Some(run) => {
-                        crate::census::record(crate::census::CONFORMANCE, entry, std::slice::from_ref(&run));
+                        crate::census::record(
+                            &crate::census::conformance_scope(runtime),
+                            entry,
+                            std::slice::from_ref(&run),
+                        );
                         crate::verdict::verdict(entry, &[run])
                     }
                     None => Err::<_, Failed>("the arm has no proof signature to run".into()),

@@ -25,7 +25,7 @@ pub mod settings;
 pub mod trials;
 pub mod verdict;
 
-pub use settings::{conformance_runtimes, cpu, options};
+pub use settings::{conformance_runtimes, cpu, options, runs_engine_kernels};
 pub use trials::{MODEL, conformance_trials, main, proof_trials, registry_trials, run};
 pub use verdict::{REPORT_FIELDS, verdict};
 

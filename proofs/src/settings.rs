@@ -30,13 +30,28 @@ pub fn options() -> Result<Arc<ProofOptions>, Vec<Trial>> {
 }
 
 /// The device runtimes this build checks conformance on: those its features include
-/// (`vulkan`, `cuda`), unless `ISLANDS_CONFORMANCE` lists others (`none` for none). A name that
-/// is no runtime is an error, not a runtime silently left out.
+/// (`vulkan`, `webgpu`, `cuda`), unless `ISLANDS_CONFORMANCE` lists others (`none` for none). A
+/// name that is no runtime is an error, not a runtime silently left out.
 pub fn conformance_runtimes() -> Result<Vec<RuntimeName>, SettingError> {
     Ok(match settings::conformance()? {
         Some(backends) => backends.into_iter().map(RuntimeName::Device).collect(),
-        None => [Backend::Vulkan, Backend::Cuda].map(RuntimeName::Device).into_iter().filter(|r| r.built()).collect(),
+        None => [Backend::Vulkan, Backend::WebGpu, Backend::Cuda]
+            .map(RuntimeName::Device)
+            .into_iter()
+            .filter(|r| r.built())
+            .collect(),
     })
+}
+
+/// Whether the trials that compile the engine's kernels (its ops, cells and generations) run on
+/// `runtime`: wherever conformance runs, except `webgpu` unless `ISLANDS_CONFORMANCE` names it.
+/// Through WGSL, lavapipe's shader compiler takes minutes over those kernels (the 32-bit
+/// formulation of `exact::fma` inlined at every call): one engine trial took 13 min cold on 2
+/// cores, and the harness went from 5 to 20 minutes with all of them (2026-12-04). Where left
+/// out they are listed as ignored.
+pub fn runs_engine_kernels(runtime: RuntimeName) -> bool {
+    runtime != RuntimeName::Device(Backend::WebGpu)
+        || settings::conformance().ok().flatten().is_some_and(|named| named.contains(&Backend::WebGpu))
 }
 
 /// One failing trial `environment::NAME` for each `ISLANDS_*` value of this process's

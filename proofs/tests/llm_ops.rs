@@ -79,7 +79,8 @@ pub fn trials() -> Vec<Trial> {
                         };
                         check(&client, target)
                     })
-                    .with_kind("example"),
+                    .with_kind("example")
+                    .with_ignored_flag(r != RuntimeName::Cpu && !proofs::runs_engine_kernels(r)),
                 );
             }
         }

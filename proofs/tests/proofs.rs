@@ -6,6 +6,7 @@ mod allocation_cap;
 mod cells;
 mod dont_care;
 mod examples;
+mod formulation;
 mod ledger;
 mod llm;
 mod llm_corruption;
@@ -41,6 +42,7 @@ fn main() {
     trials.extend(tensor_core::trials());
     trials.extend(tiered::trials());
     trials.extend(dont_care::trials());
+    trials.extend(formulation::trials());
     // The fixtures (crate `proofs`) keep no ledger.
     trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics"]));
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "island-llm", "proofs"];

@@ -386,3 +386,15 @@ island_runtime::divergence!(Divergence {
     quirk: &quirks::LAVAPIPE_MAX_RETURNS_NAN,
     islands: &[concat!(module_path!(), "::block_amax#0"),],
 });
+
+island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::LAVAPIPE_WGSL_MAX_NANS_AND_ZEROS,
+    islands: &[concat!(module_path!(), "::block_amax#0"),],
+});
+
+island_runtime::divergence!(Divergence {
+    of: Of::Default,
+    quirk: &quirks::LAVAPIPE_WGSL_MAX_NANS_AND_ZEROS,
+    islands: &[concat!(module_path!(), "::block_amax#0"),],
+});

@@ -2,6 +2,7 @@
 //! and compiled by that backend's code generator (CUDA C++, HIP C++, Metal, SPIR-V, WGSL),
 //! to see which instructions an arm really emits.
 
+use crate::codegen::missing_types;
 use crate::hardware::device::Exec;
 use crate::tag::lifted::{LaunchArgs, Lifted};
 use crate::tag::registry::ArmEntry;
@@ -199,6 +200,27 @@ pub fn source(
     which: Which,
     host: &Client,
 ) -> Result<String, LoweringError> {
+    let target = target(entry, profile, which)?;
+    compile(lifted, target, Arc::new(properties(profile)), profile, Codegen::of(profile.backend), host)
+}
+
+/// CubeCL's printed IR of `entry`'s island expanded for `profile`, with its arm or `default`
+/// selected: what the code generators start from, types included.
+pub fn ir(
+    entry: &ArmEntry,
+    lifted: &'static Lifted,
+    profile: &Profile,
+    which: Which,
+    host: &Client,
+) -> Result<String, LoweringError> {
+    let target = target(entry, profile, which)?;
+    let definition = define(lifted, target, Arc::new(properties(profile)), host)
+        .map_err(|e| LoweringError::Generator(e.to_string()))?;
+    Ok(definition.body.to_string())
+}
+
+/// The tag that selects `which` of `entry`'s island on `profile`.
+fn target(entry: &ArmEntry, profile: &Profile, which: Which) -> Result<Target, LoweringError> {
     // The source of an arm is compiled with a tag that selects it: with several arms for one
     // backend (`cuda if sm >= 90 => …, cuda => …`) another profile's tag compiles another arm.
     if which != Which::Default && entry.site.selected_arm(profile) != Some(entry.arm) {
@@ -209,14 +231,13 @@ pub fn source(
         });
     }
     let exec = Exec { executor: Executor::Device(profile.backend), plane: profile.plane };
-    let target = match which {
+    Ok(match which {
         Which::Arm => Target::from_parts(Some(*profile), exec).only(entry.site.id),
         Which::Default => Target::from_parts(None, exec),
         Which::Emulated => {
             Target::from_parts(Some(*profile), Exec { executor: Executor::Cpu, plane: 1 }).only(entry.site.id)
         }
-    };
-    compile(lifted, target, Arc::new(properties(profile)), profile, Codegen::of(profile.backend), host)
+    })
 }
 
 /// The source CubeCL generates for `lifted` with `target` on the device behind `device`, with
@@ -236,17 +257,36 @@ pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -
 ///
 /// Nor is a kernel launched whose inputs or value are of a type the runtime reports no support
 /// for (bf16 on a Vulkan driver without `VK_KHR_shader_bfloat16`): a driver may reject its
-/// shader, and lavapipe then loses the device for every later launch.
+/// shader, and lavapipe then loses the device for every later launch. Nor one that uses a type
+/// its backend's language lacks (`crate::codegen::missing_types`: binary64 on WGSL).
 pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -> Option<String> {
     let kinds = lifted.params.iter().map(|p| p.kind).chain(lifted.output);
     if let Some(kind) = kinds.into_iter().find(|k| !client.properties().supports_type(k.elem_type())) {
         return Some(format!(
             "{NOT_LAUNCHED}the kernel reads or writes {} values, which `{}` reports no support for",
             kind.name(),
-            client.name()
+            crate::hardware::device::runtime_name(client)
         ));
     }
-    if client.name() != "wgpu<spirv>"
+    if let Some(backend) = Executor::from_client_name(crate::hardware::device::runtime_name(client)).backend()
+        && !missing_types::lacked(backend).is_empty()
+    {
+        let ir = define(lifted, target, client.properties_shared(), client)
+            .map(|d| d.body.to_string())
+            .map_err(|e| e.to_string());
+        match ir.map(|ir| missing_types::used(backend, &ir)) {
+            Ok(used) if used.is_empty() => {}
+            Ok(used) => {
+                return Some(format!(
+                    "{NOT_LAUNCHED}the kernel uses {}, which {} lacks",
+                    used.join(", "),
+                    Codegen::of(backend).name()
+                ));
+            }
+            Err(e) => return Some(format!("{NOT_LAUNCHED}the kernel does not expand: {e}")),
+        }
+    }
+    if crate::hardware::device::runtime_name(client) != "wgpu<spirv>"
         || !crate::hardware::quirks::crashes_on_shared_memory(&client.properties().identity.name)
     {
         return None;
@@ -383,7 +423,9 @@ pub fn check_row(
 }
 
 /// A registered arm, compiled for one of its backends, emits at least one instruction of the
-/// table for that backend that `default` does not.
+/// table for that backend that `default` does not; or, emitting none, it is a formulation:
+/// `default` uses a type the backend's language lacks and the arm does not
+/// (`crate::codegen::missing_types`).
 pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> Result<(), LoweringError> {
     let Some(profile) = profile_for(entry, backend, Guard::NONE) else {
         return Err(LoweringError::Check(format!(
@@ -391,18 +433,37 @@ pub fn check_arm(entry: &'static ArmEntry, backend: Backend, host: &Client) -> R
             entry.spec().guard
         )));
     };
+    let crate::tag::lifted::ProofSpec::Lifted(lifted) = &entry.proof else {
+        return Err(LoweringError::NoProofSignature(entry.name()));
+    };
+    let codegen = Codegen::of(backend);
+    // Types first: a generator may print a type its language lacks (WGSL's `f64`) or refuse it.
+    let lacked = |which| ir(entry, lifted, &profile, which, host).map(|ir| missing_types::used(backend, &ir));
+    let (arm_lacks, default_lacks) = (lacked(Which::Arm)?, lacked(Which::Default)?);
+    if !arm_lacks.is_empty() {
+        return Err(LoweringError::Check(format!(
+            "the arm uses {arm_lacks:?}, which {} lacks: it cannot run on {backend}",
+            codegen.name()
+        )));
+    }
+    if !default_lacks.is_empty() {
+        // A formulation: the arm is how the island runs where `default` cannot.
+        return Ok(());
+    }
     let (arm, default) = both_sources(entry, &profile, host)?;
     if arm == default {
         return Err(LoweringError::Check(format!(
             "the arm and `default` compile to the same {} source",
-            Codegen::of(backend).name()
+            codegen.name()
         )));
     }
     let table = crate::tag::intrinsic::instructions(backend);
     let emitted: Vec<&str> = table.iter().copied().filter(|p| arm.contains(p)).collect();
     if emitted.is_empty() {
         return Err(LoweringError::Check(format!(
-            "the arm emits none of the table's {backend} instructions {table:?}; it compiled to:\n{}",
+            "the arm emits none of the table's {backend} instructions {table:?}, nor does `default` use a type {} \
+             lacks (which an arm without intrinsics would stand in for); it compiled to:\n{}",
+            codegen.name(),
             excerpt(&arm)
         )));
     }

@@ -7,3 +7,4 @@ pub mod foreign;
 pub mod glsl_kernel;
 pub mod lowering;
 pub mod machine_code;
+pub mod missing_types;

@@ -39,7 +39,7 @@ impl Device {
         type Seen = Vec<((&'static str, String, String), &'static Device)>;
         static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
         let props = client.properties();
-        let key = (client.name(), props.identity.name.clone(), props.identity.fingerprint.clone());
+        let key = (runtime_name(client), props.identity.name.clone(), props.identity.fingerprint.clone());
         let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, device)) = seen.iter().find(|(k, _)| *k == key) {
             return device;
@@ -50,7 +50,7 @@ impl Device {
     }
 
     fn assemble(client: &Client) -> Device {
-        let executor = Executor::from_client_name(client.name());
+        let executor = Executor::from_client_name(runtime_name(client));
         let props = client.properties();
         let exec = Exec {
             executor,
@@ -84,15 +84,27 @@ impl Device {
                 mma: intern_shapes(mma),
             }
         });
-        let fingerprint = profile
-            .as_ref()
-            .map(|p| Fingerprint::new(client.name(), &props.identity.name, &props.identity.fingerprint, p.plane, p.sm));
+        let fingerprint = profile.as_ref().map(|p| {
+            Fingerprint::new(runtime_name(client), &props.identity.name, &props.identity.fingerprint, p.plane, p.sm)
+        });
         let plane_min = match executor {
             Executor::Cpu => 1,
             _ => props.hardware.plane_size_min.clamp(1, exec.plane),
         };
         Device { exec, profile, fingerprint, plane_min }
     }
+}
+
+/// The runtime behind `client` as CubeCL names it (`cuda`, `wgpu<spirv>`, …), except that a
+/// wgpu client whose server compiles WGSL is `wgpu<wgsl>`: CubeCL 0.11 names a wgpu runtime
+/// after the adapter's native compiler (`wgpu<spirv>` on a Vulkan adapter, in a build with
+/// SPIR-V) whatever compiler its server was made with. The server's type tells.
+pub fn runtime_name(client: &Client) -> &'static str {
+    #[cfg(feature = "wgpu")]
+    if client.service_id().service == std::any::TypeId::of::<cubecl::wgpu::WgpuServer<cubecl::wgpu::WgslCompiler>>() {
+        return "wgpu<wgsl>";
+    }
+    client.name()
 }
 
 /// The profile of the device behind `client` ([`Device::of`]), or `None` for the CPU and for

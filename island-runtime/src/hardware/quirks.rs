@@ -138,6 +138,19 @@ pub const LAVAPIPE_MAX_RETURNS_NAN: Quirk = Quirk {
     measured: "Mesa 22.3 lavapipe, cargo test -p proofs --features vulkan, 2026-12-01",
 };
 
+/// lavapipe through WGSL: a float maximum's NaNs and zeros, natively and in `default`. WGSL lets
+/// an implementation assume no NaN or infinity is present, and naga lowers `max` to
+/// GLSL.std.450's `FMax`, whose result with a NaN operand SPIR-V leaves undefined.
+pub const LAVAPIPE_WGSL_MAX_NANS_AND_ZEROS: Quirk = Quirk {
+    backend: Backend::WebGpu,
+    device: "llvmpipe",
+    groups: LAVAPIPE_MAX,
+    cause: "through WGSL (naga, GLSL.std.450 FMax) lavapipe's float maximum returns a NaN operand where the CPU \
+            runtime returns the number, and max(−0.0, +0.0) is −0.0, in subgroup exchanges and in a default's \
+            `max` alike: WGSL lets an implementation assume no NaN is present",
+    measured: "Mesa 22.3 lavapipe, islands conform --runtime webgpu, 2026-12-04 (docs/results/lavapipe/2026-12-04-wgsl/)",
+};
+
 /// Where lavapipe's MMQ `default` differs: cubes of wide-range and arbitrary-bit scales.
 const LAVAPIPE_MMQ: &[Group] = &[Group::Wide, Group::Arbitrary];
 
@@ -166,6 +179,7 @@ pub const ALL: &[&Quirk] = &[
     &NVIDIA_VULKAN_FLUSHES_ARITHMETIC,
     &LAVAPIPE_MAX_RETURNS_NAN,
     &LAVAPIPE_MMQ_DEFAULT_ULP,
+    &LAVAPIPE_WGSL_MAX_NANS_AND_ZEROS,
 ];
 
 /// Whether the backend lowers `dp4a` natively on a device of compute capability `sm` (CUDA).

@@ -248,7 +248,13 @@ pub fn all_incumbents() -> Vec<&'static RegisteredIncumbent> {
 pub fn fingerprint(client: &Client) -> crate::hardware::fingerprint::Fingerprint {
     crate::hardware::device::Device::of(client).fingerprint.clone().unwrap_or_else(|| {
         let id = &client.properties().identity;
-        crate::hardware::fingerprint::Fingerprint::new(client.name(), &id.name, &id.fingerprint, 1, 0)
+        crate::hardware::fingerprint::Fingerprint::new(
+            crate::hardware::device::runtime_name(client),
+            &id.name,
+            &id.fingerprint,
+            1,
+            0,
+        )
     })
 }
 

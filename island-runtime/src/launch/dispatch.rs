@@ -42,7 +42,7 @@ impl Choice {
     /// `twin`, `default` or the incumbent's name.
     pub fn name(&self) -> &'static str {
         match self {
-            Choice::Twin(t) if t.arms().is_none() => "default",
+            Choice::Twin(t) if t.takes_defaults() => "default",
             Choice::Twin(_) => "twin",
             Choice::Incumbent(i) => i.name,
         }
@@ -144,7 +144,7 @@ pub fn choose_from(
     forced: Option<&Forced>,
     keep: Keep,
 ) -> (Choice, String) {
-    let runtime = client.name();
+    let runtime = crate::hardware::device::runtime_name(client);
     let mine = incumbents(key, Some(runtime));
     let twin = Choice::Twin(Target::for_client(client));
     let fp = crate::launch::cell::fingerprint(client);
@@ -155,7 +155,7 @@ pub fn choose_from(
     match forced {
         Some(Forced::Twin) => return (twin, "forced by ISLANDS_CANDIDATE".into()),
         Some(Forced::Default) => {
-            return (Choice::Twin(Target::default_arms(client)), "forced by ISLANDS_CANDIDATE".into());
+            return (Choice::Twin(Target::default_for_client(client)), "forced by ISLANDS_CANDIDATE".into());
         }
         Some(Forced::Incumbent) => {
             let named = record.and_then(|r| r.incumbent.as_deref()).and_then(|n| mine.iter().find(|i| i.name == n));
@@ -246,7 +246,9 @@ pub fn dispatched(client: &Client) -> Vec<(CellKey, &'static str)> {
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .filter(|((runtime, name, fingerprint, _), _)| {
-            *runtime == client.name() && *name == id.name && *fingerprint == id.fingerprint
+            *runtime == crate::hardware::device::runtime_name(client)
+                && *name == id.name
+                && *fingerprint == id.fingerprint
         })
         .map(|((_, _, _, key), choice)| (*key, choice.name()))
         .collect()
@@ -260,7 +262,10 @@ pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     let props = client.properties();
     let id = &props.identity;
     let seen = |((runtime, name, fingerprint, k), _): &&((&'static str, String, String, CellKey), Choice)| {
-        *runtime == client.name() && *name == id.name && *fingerprint == id.fingerprint && k == key
+        *runtime == crate::hardware::device::runtime_name(client)
+            && *name == id.name
+            && *fingerprint == id.fingerprint
+            && k == key
     };
     if let Some((_, choice)) = CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(seen) {
         return Ok(*choice);
@@ -273,10 +278,15 @@ pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     // that is worth a warning; the twin is the normal case.
     let failed = why.starts_with(CellDecision::Failed.word());
     let level = if matches!(choice, Choice::Incumbent(_)) || failed { log::Level::Warn } else { log::Level::Info };
-    log_once_at(level, format!("cell {key} on {}", client.name()), || {
-        format!("islands: cell {key} on `{}` runs `{}`: {why}", client.name(), choice.name())
+    log_once_at(level, format!("cell {key} on {}", crate::hardware::device::runtime_name(client)), || {
+        format!(
+            "islands: cell {key} on `{}` runs `{}`: {why}",
+            crate::hardware::device::runtime_name(client),
+            choice.name()
+        )
     });
-    let entry = ((client.name(), id.name.clone(), id.fingerprint.clone(), *key), choice);
+    let entry =
+        ((crate::hardware::device::runtime_name(client), id.name.clone(), id.fingerprint.clone(), *key), choice);
     CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
     Ok(choice)
 }

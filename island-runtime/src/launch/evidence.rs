@@ -5,7 +5,7 @@
 
 use crate::hardware::fingerprint::Fingerprint;
 use crate::records::record::{Decision, Record};
-use crate::records::view::ArmFacts;
+use crate::records::view::{ArmFacts, Carry};
 use crate::tag::registry::{self, ArmEntry};
 use cubecl::prelude::Client;
 use island_vocab::{Expect, Profile};
@@ -15,7 +15,7 @@ use island_vocab::{Expect, Profile};
 ///
 /// `planes` is the range of plane widths the device's driver may run a kernel with (narrowest,
 /// widest): an arm that lowers plane operations was proven at one width, so where the driver
-/// may pick another, it needs a record (`crate::launch::semantics::needs_device_evidence`).
+/// may pick another, it needs a record (`crate::launch::semantics::carry`).
 pub fn facts_of(
     entries: &[&'static ArmEntry],
     device: &Fingerprint,
@@ -29,16 +29,16 @@ pub fn facts_of(
         .filter(|e| crate::tag::registry::selects(e, profile))
         .map(|&entry| {
             let key = (entry.site.id.to_string(), entry.label().to_string());
-            let needs_device_evidence = if entry.expect != Expect::Equal {
-                Some("the arm is a negative fixture, written to differ from `default`".to_string())
+            let carry = if entry.expect != Expect::Equal {
+                Carry::Record("the arm is a negative fixture, written to differ from `default`".to_string())
             } else {
-                crate::launch::semantics::needs_device_evidence(entry, profile, host, planes)
+                crate::launch::semantics::carry(entry, profile, host, planes)
             };
             let record = records.iter().find(|r| r.island == key.0 && r.arm == key.1 && r.device == *device);
             let stale = record
                 .filter(|r| r.decision == Decision::Flipped || r.decision == Decision::Unverified)
                 .and_then(|r| stale(entry, r, host));
-            (key, ArmFacts { needs_device_evidence, stale })
+            (key, ArmFacts { carry, stale })
         })
         .collect()
 }

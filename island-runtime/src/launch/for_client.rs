@@ -1,8 +1,9 @@
-//! The tag a launch fills in by itself ([`Target::for_client`]): the arms of the device behind
-//! the client, each one only where `crate::launch::policy` finds it shown exact there.
+//! The tags a launch fills in by itself: [`Target::for_client`], the arms of the device behind
+//! the client, each one only where `crate::launch::policy` finds it shown exact there; and
+//! [`Target::default_for_client`], `default` as that device can run it.
 
 use crate::launch::policy::{self, Settings};
-use crate::records::view::{DeviceLedger, Policy};
+use crate::records::view::{Carry, DeviceLedger, Policy};
 use crate::tag::target::Target;
 use cubecl::prelude::Client;
 use island_vocab::{Executor, Profile};
@@ -42,6 +43,49 @@ impl Target {
     }
 }
 
+impl Target {
+    /// `default` in every island, as the device behind `client` can run it: on a backend whose
+    /// language lacks a type some `default` uses (`crate::codegen::missing_types`: binary64 on
+    /// WGSL), an island whose arm there is a formulation takes it, which stands where `default`
+    /// stands (`crate::launch::semantics::carry`). Elsewhere, [`Target::default_arms`].
+    pub fn default_for_client(client: &Client) -> Target {
+        let device = crate::hardware::device::Device::of(client);
+        let lacks =
+            device.exec.executor.backend().is_some_and(|b| !crate::codegen::missing_types::lacked(b).is_empty());
+        match device.profile {
+            Some(profile) if lacks => {
+                Target::from_parts(Some(profile), device.exec).only_formulations(formulations(client, profile))
+            }
+            _ => Target::default_arms(client),
+        }
+    }
+}
+
+/// The islands whose selected arm on the device behind `client` (of `profile`) is a
+/// formulation, found once per device and process.
+fn formulations(client: &Client, profile: Profile) -> &'static [&'static str] {
+    type Seen = Vec<(usize, &'static [&'static str])>;
+    static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
+    let device = crate::hardware::device::Device::of(client);
+    let key = std::ptr::from_ref(device) as usize;
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, ids)) = seen.iter().find(|(k, _)| *k == key) {
+        return ids;
+    }
+    let planes = (device.plane_min, device.exec.plane);
+    let mut ids: Vec<&'static str> = crate::tag::registry::arms()
+        .iter()
+        .filter(|e| e.expect == island_vocab::Expect::Equal && crate::tag::registry::selects(e, &profile))
+        .filter(|e| crate::launch::semantics::carry(e, &profile, client, planes) == Carry::AsDefault)
+        .map(|e| e.site.id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let ids: &'static [&'static str] = Box::leak(ids.into_boxed_slice());
+    seen.push((key, ids));
+    ids
+}
+
 /// The ledger view of the device behind `client`, built once per device and process (keyed by
 /// the device's view, which `Device::of` builds once).
 fn view(client: &Client, profile: Profile, settings: &Settings) -> Option<&'static DeviceLedger> {
@@ -56,7 +100,7 @@ fn view(client: &Client, profile: Profile, settings: &Settings) -> Option<&'stat
     let view = device.fingerprint.clone().map(|device| {
         let records: Vec<_> = settings.records.iter().filter(|r| r.device.same_device(&device)).cloned().collect();
         let facts = crate::launch::evidence::facts(&device, &profile, &records, client);
-        let unproven = facts.iter().filter(|(_, f)| f.needs_device_evidence.is_some()).count();
+        let unproven = facts.iter().filter(|(_, f)| f.needs_device_evidence().is_some()).count();
         log::info!(
             "islands: {device}: {} records, {} arms admitted, {unproven} of them need evidence of this device ({} policy)",
             records.len(),

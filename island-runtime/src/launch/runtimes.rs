@@ -96,7 +96,9 @@ impl RuntimeName {
                 }
                 #[cfg(feature = "wgpu")]
                 RuntimeName::Device(Backend::WebGpu) => {
-                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&Default::default())
+                    // WGSL named as the compiler: on a Vulkan adapter CubeCL's automatic choice
+                    // would take SPIR-V, which is the `vulkan` runtime.
+                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::WgslCompiler> as Runtime>::client(&Default::default())
                 }
                 #[cfg(feature = "cuda")]
                 RuntimeName::Device(Backend::Cuda) => cubecl::cuda::CudaRuntime::client(&Default::default()),

@@ -6,9 +6,11 @@
 //! A launch uses this to decide whether an arm's CPU proof carries to a device nobody gated
 //! (`crate::launch::policy`): only when every intrinsic it lowers natively there is defined for its
 //! operands, its expansion holds no float arithmetic (`crate::codegen::float_arithmetic`), and
-//! the arm's contract on the device's profile is bit equality.
+//! the arm's contract on the device's profile is bit equality; or when it lowers no intrinsic
+//! at all and stands for a `default` the backend's language cannot express ([`carry`]).
 
 use crate::hardware::device::Exec;
+use crate::records::view::Carry;
 use crate::tag::lifted::ProofSpec;
 use crate::tag::registry::ArmEntry;
 use crate::tag::target::Target;
@@ -104,58 +106,73 @@ pub fn native(
     Ok(Native { uses, float_ops })
 }
 
-/// Why `entry`'s CPU proof does not carry to a device of `profile` that no record covers, if it
-/// does not: the device-defined or synchronizing semantics its arm lowers natively there, float
-/// arithmetic in its expansion, a contract weaker than bit equality under `profile`, or no
-/// proof at all.
+/// How far `entry`'s CPU proof carries to a device of `profile` that no record covers.
+///
+/// [`Carry::AsDefault`] where the arm lowers no intrinsic natively there and `default` uses a
+/// type the backend's language lacks which the arm avoids (`crate::codegen::missing_types`):
+/// then the arm is the island's portable code on that backend. [`Carry::Record`], with why,
+/// where the arm lowers device-defined or synchronizing semantics natively there, its expansion
+/// holds float arithmetic, its plane operations may run at another width, its contract is
+/// weaker than bit equality under `profile`, or it has no proof at all. [`Carry::Proof`]
+/// otherwise.
 ///
 /// `planes` is the range of plane widths the device's driver may pick (narrowest, widest): a
 /// Vulkan, Metal or WebGPU driver may run a kernel at any subgroup width of its range unless the
 /// width is fixed, so an arm that lowers plane operations there is proven at one width the
 /// driver need not use.
-pub fn needs_device_evidence(
-    entry: &'static ArmEntry,
-    profile: &Profile,
-    host: &Client,
-    planes: (u32, u32),
-) -> Option<String> {
+pub fn carry(entry: &'static ArmEntry, profile: &Profile, host: &Client, planes: (u32, u32)) -> Carry {
     let ProofSpec::Lifted(lifted) = &entry.proof else {
-        return Some("the island has no proof signature, so no CPU proof covers the arm".into());
+        return Carry::Record("the island has no proof signature, so no CPU proof covers the arm".into());
     };
     let contract = lifted.contract_for(profile);
     if !contract.is_exact() {
-        return Some(format!("its contract on {profile} is {contract}, so its CPU proof does not make it bit-exact"));
+        return Carry::Record(format!(
+            "its contract on {profile} is {contract}, so its CPU proof does not make it bit-exact"
+        ));
     }
-    match native(entry, profile, host) {
-        Err(e) => Some(format!("its native lowerings could not be traced ({e})")),
-        Ok(native) => {
-            let (syncs, others): (Vec<&NativeUse>, Vec<&NativeUse>) =
-                native.uses.iter().partition(|u| matches!(u.semantics, Semantics::Synchronizing(_)));
-            // Each use whose result is not the specification's alone, with what decides it.
-            let described = |uses: &[&NativeUse]| -> Vec<String> {
-                uses.iter().filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name()))).collect()
-            };
-            let mut decided = described(&others);
-            if !native.float_ops.is_empty() {
-                decided.push(format!(
-                    "float arithmetic (`{}`: subnormal flushing and contraction)",
-                    native.float_ops.join("`, `")
-                ));
-            }
-            let syncs = described(&syncs);
-            let mut why = Vec::new();
-            if !decided.is_empty() {
-                why.push(format!("it lowers {} natively, which the device decides", decided.join(", ")));
-            }
-            if !syncs.is_empty() {
-                why.push(format!("it synchronizes through {}, which a CPU proof cannot see", syncs.join(", ")));
-            }
-            if let Some(width) = varying_plane_width(&native.uses, profile, planes) {
-                why.push(width);
-            }
-            (!why.is_empty()).then(|| why.join("; "))
-        }
+    let native = match native(entry, profile, host) {
+        Err(e) => return Carry::Record(format!("its native lowerings could not be traced ({e})")),
+        Ok(native) => native,
+    };
+    if native.uses.is_empty() && formulation(entry, profile, host).is_some() {
+        return Carry::AsDefault;
     }
+    let (syncs, others): (Vec<&NativeUse>, Vec<&NativeUse>) =
+        native.uses.iter().partition(|u| matches!(u.semantics, Semantics::Synchronizing(_)));
+    // Each use whose result is not the specification's alone, with what decides it.
+    let described = |uses: &[&NativeUse]| -> Vec<String> {
+        uses.iter().filter_map(|u| u.device_defined().map(|what| format!("`{}` ({what})", u.name()))).collect()
+    };
+    let mut decided = described(&others);
+    if !native.float_ops.is_empty() {
+        decided.push(format!(
+            "float arithmetic (`{}`: subnormal flushing and contraction)",
+            native.float_ops.join("`, `")
+        ));
+    }
+    let syncs = described(&syncs);
+    let mut why = Vec::new();
+    if !decided.is_empty() {
+        why.push(format!("it lowers {} natively, which the device decides", decided.join(", ")));
+    }
+    if !syncs.is_empty() {
+        why.push(format!("it synchronizes through {}, which a CPU proof cannot see", syncs.join(", ")));
+    }
+    if let Some(width) = varying_plane_width(&native.uses, profile, planes) {
+        why.push(width);
+    }
+    if why.is_empty() { Carry::Proof } else { Carry::Record(why.join("; ")) }
+}
+
+/// The types `default` uses that `profile`'s language lacks and `entry`'s arm avoids, if
+/// `default` uses some and the arm none (`crate::codegen::missing_types`).
+pub fn formulation(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Option<Vec<&'static str>> {
+    use crate::codegen::lowering::{Which, ir};
+    use crate::codegen::missing_types::used;
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
+    let default = used(profile.backend, &ir(entry, lifted, profile, Which::Default, host).ok()?);
+    let arm = used(profile.backend, &ir(entry, lifted, profile, Which::Arm, host).ok()?);
+    (!default.is_empty() && arm.is_empty()).then_some(default)
 }
 
 /// Why the plane width an arm was proven at may not be the one it runs at, if so: it lowers

@@ -16,6 +16,11 @@
 //! | the same, but no device of its runtime (HIP, Metal, WGSL today) has run an island natively | only under [`Policy::Trust`], said once |
 //! | no record of this device, and the arm uses semantics the device decides (float arithmetic, float subgroup reductions, tensor-core float accumulation) or synchronizes (async copies, barriers, fences, non-coherent loads), has a tolerance contract, or has no proof | no |
 //!
+//! An arm that lowers no intrinsic natively on the device ([`Carry::AsDefault`]: a formulation
+//! for a language that lacks a type `default` uses) is portable code like `default`, compiled by
+//! the same code generator: it runs wherever `default` would, unless a record or a divergence
+//! of the device says no.
+//!
 //! [`Policy::Strict`] runs only arms with a current `flipped` record of the exact device;
 //! [`Policy::Off`] consults nothing. Every `default` taken for a reason of this table is logged
 //! once per process with the reason.
@@ -37,7 +42,8 @@ pub enum Policy {
     /// As [`Policy::Evidence`], and an arm whose semantic class carries its CPU proof also runs
     /// on a runtime no device has run an island on (its code generator's output unchecked).
     Trust,
-    /// Only arms with a current `flipped` record of this exact device run.
+    /// Only arms with a current `flipped` record of this exact device run (and arms that lower
+    /// no intrinsic there, which stand where `default` stands).
     Strict,
     /// The ledger is not consulted: every arm whose guard holds runs.
     Off,
@@ -57,12 +63,37 @@ impl fmt::Display for Policy {
 /// What is known of one arm on the device of a [`DeviceLedger`] besides its records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArmFacts {
-    /// Why the arm's CPU proof does not carry to this device without a record
-    /// (`crate::launch::semantics::needs_device_evidence`), if it does not.
-    pub needs_device_evidence: Option<String>,
+    /// Whether the arm's CPU proof carries to this device without a record
+    /// (`crate::launch::semantics::carry`).
+    pub carry: Carry,
     /// Why the record of this exact device no longer describes the build (a code hash
     /// changed), if it does not.
     pub stale: Option<String>,
+}
+
+/// How far an arm's CPU proof carries to a device no record covers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Carry {
+    /// The arm lowers no intrinsic natively there: portable code, compiled by the same code
+    /// generator as `default`, so it stands where `default` stands (a formulation for a
+    /// language that lacks a type `default` uses, as WGSL lacks binary64).
+    AsDefault,
+    /// Its CPU proof decides its bytes (defined intrinsics, no float arithmetic, one plane
+    /// width), once some device has shown its runtime's code generator exact.
+    #[default]
+    Proof,
+    /// It needs a record of the device: why.
+    Record(String),
+}
+
+impl ArmFacts {
+    /// Why the arm needs a record of the device, if it does.
+    pub fn needs_device_evidence(&self) -> Option<&str> {
+        match &self.carry {
+            Carry::Record(why) => Some(why),
+            Carry::AsDefault | Carry::Proof => None,
+        }
+    }
 }
 
 /// The ledger as launches on one device see it.
@@ -171,6 +202,10 @@ impl DeviceLedger {
         {
             return Some(format!("the ledger's record of this device under driver `{}`: {}", r.device.driver, r.why()));
         }
+        // Portable code stands where `default` stands, under every policy.
+        if facts.is_some_and(|f| f.carry == Carry::AsDefault) {
+            return None;
+        }
         if self.policy == Policy::Strict {
             return Some(match stale {
                 Some(why) => format!("strict policy, and the record of this device is stale: {why}"),
@@ -181,15 +216,18 @@ impl DeviceLedger {
         }
         match facts {
             None => Some("no record of this device, and the arm is not registered, so no proof covers it here".into()),
-            Some(f) => match (&f.needs_device_evidence, stale) {
-                (None, _) if self.runtime_witness.is_some() || self.policy == Policy::Trust => None,
-                (None, _) => Some(format!(
+            Some(f) => match (&f.carry, stale) {
+                (Carry::AsDefault, _) => None,
+                (Carry::Proof, _) if self.runtime_witness.is_some() || self.policy == Policy::Trust => None,
+                (Carry::Proof, _) => Some(format!(
                     "no device of runtime `{}` has run an island natively (no record in the ledgers), so nothing \
                      shows its code generator's output exact; `ISLANDS_POLICY=trust` runs the arm on its CPU proof",
                     self.device.runtime
                 )),
-                (Some(why), Some(stale)) => Some(format!("the record of this device is stale ({stale}), and {why}")),
-                (Some(why), None) => {
+                (Carry::Record(why), Some(stale)) => {
+                    Some(format!("the record of this device is stale ({stale}), and {why}"))
+                }
+                (Carry::Record(why), None) => {
                     Some(format!("no record of this device shows it exact, and {why} (`islands gate` measures it)"))
                 }
             },
@@ -280,7 +318,7 @@ mod tests {
     }
 
     fn device_defined() -> ArmFacts {
-        ArmFacts { needs_device_evidence: Some("it lowers `plane::sum<f32>`".into()), stale: None }
+        ArmFacts { carry: Carry::Record("it lowers `plane::sum<f32>`".into()), stale: None }
     }
 
     #[test]
@@ -307,6 +345,21 @@ mod tests {
         let mut emulated = witness();
         emulated.conformance.native = false;
         assert!(unwitnessed(Policy::Evidence, vec![emulated], ArmFacts::default()).veto("k#0", "cuda").is_some());
+    }
+
+    #[test]
+    fn a_formulation_stands_where_default_stands() {
+        let formulation = || ArmFacts { carry: Carry::AsDefault, stale: None };
+        // No witness of the runtime and no record needed, under every policy.
+        for policy in [Policy::Evidence, Policy::Trust, Policy::Strict, Policy::Off] {
+            assert_eq!(unwitnessed(policy, vec![], formulation()).veto("k#0", "cuda"), None, "{policy}");
+        }
+        // A measured "no" still holds: a failure elsewhere, a decline here.
+        let mut failed = record(Decision::Failed, "nvidia 570");
+        failed.device.device = "NVIDIA H100".into();
+        assert!(view(Policy::Evidence, vec![failed], formulation()).veto("k#0", "cuda").is_some());
+        let declined = record(Decision::DeclinedSlow, "nvidia 575");
+        assert!(view(Policy::Evidence, vec![declined], formulation()).veto("k#0", "cuda").is_some());
     }
 
     #[test]
@@ -377,7 +430,7 @@ mod tests {
             view(Policy::Strict, vec![record(Decision::Flipped, "nvidia 580")], stale).veto("k#0", "cuda").is_some()
         );
         // A defined arm still runs on its CPU proof when its record went stale.
-        let defined = ArmFacts { stale: Some("changed".into()), needs_device_evidence: None };
+        let defined = ArmFacts { stale: Some("changed".into()), carry: Carry::Proof };
         assert_eq!(
             view(Policy::Evidence, vec![record(Decision::Flipped, "nvidia 580")], defined).veto("k#0", "cuda"),
             None

@@ -22,6 +22,10 @@ pub enum Scope {
     All,
     /// Only the island with this id; every other island takes `default`.
     Island(&'static str),
+    /// Only these islands, whose arm on the device is a formulation (it stands where `default`
+    /// stands, `crate::launch::semantics::carry`); every other island takes `default`. What
+    /// `default` means on a backend whose language lacks a type some `default` uses.
+    Formulations(&'static [&'static str]),
 }
 
 /// The comptime tag of a kernel with islands. See the module docs. `Copy`, so a kernel can
@@ -135,9 +139,21 @@ impl Target {
         self
     }
 
+    /// The same tag, with acceleration restricted to the islands `ids` (their formulations).
+    pub fn only_formulations(mut self, ids: &'static [&'static str]) -> Target {
+        self.scope = Scope::Formulations(ids);
+        self
+    }
+
     /// The profile whose arms are selected, if any.
     pub fn arms(&self) -> Option<&Profile> {
         self.arms.as_ref()
+    }
+
+    /// Whether the tag takes `default` in every island, formulations standing for it
+    /// ([`Scope::Formulations`]) where the backend's language cannot express it.
+    pub fn takes_defaults(&self) -> bool {
+        self.arms.is_none() || matches!(self.scope, Scope::Formulations(_))
     }
 
     /// The runtime executing the kernel.
@@ -173,10 +189,12 @@ impl Target {
         let Some(profile) = &self.arms else {
             return Selection::Default(DefaultReason::NoAcceleration);
         };
-        if let Scope::Island(id) = self.scope
-            && id != site.id
-        {
-            return Selection::Default(DefaultReason::OutOfScope);
+        match self.scope {
+            Scope::Island(id) if id != site.id => return Selection::Default(DefaultReason::OutOfScope),
+            Scope::Formulations(ids) if !ids.contains(&site.id) => {
+                return Selection::Default(DefaultReason::NoAcceleration);
+            }
+            _ => {}
         }
         let mut unmet = None;
         for (i, arm) in site.arms.iter().enumerate() {
@@ -235,7 +253,7 @@ impl std::hash::Hash for Target {
             Executor::Unknown(_) => 15,
         };
         let arms = self.arms.map_or(0, |p| 1 | p.hash_word() << 1);
-        let scope = matches!(self.scope, Scope::Island(_)) as u64;
+        let scope = !matches!(self.scope, Scope::All) as u64;
         state.write_u64(executor | (self.exec.plane as u64 & 0xff) << 4 | scope << 12 | arms << 13);
     }
 }
@@ -247,8 +265,10 @@ impl fmt::Display for Target {
             Some(p) if self.is_native() => write!(f, "{p} arms, native")?,
             Some(p) => write!(f, "{p} arms, emulated on {}", self.exec.executor)?,
         }
-        if let Scope::Island(id) = self.scope {
-            write!(f, ", only {id}")?;
+        match self.scope {
+            Scope::All => {}
+            Scope::Island(id) => write!(f, ", only {id}")?,
+            Scope::Formulations(ids) => write!(f, ", only the {} formulations standing for `default`", ids.len())?,
         }
         Ok(())
     }

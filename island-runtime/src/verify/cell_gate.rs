@@ -81,7 +81,7 @@ struct Candidate<'a> {
 
 fn candidates<'a>(op: &'static Op, device: &'a Client, shape: Shape) -> Vec<Candidate<'a>> {
     let twin = Target::for_client(device);
-    let forced = Target::default_arms(device);
+    let forced = Target::default_for_client(device);
     let mut all = vec![
         Candidate {
             name: "twin".into(),

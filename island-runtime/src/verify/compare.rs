@@ -53,14 +53,14 @@ impl Side<'_> {
     fn name(&self) -> crate::verify::report::SideName {
         crate::verify::report::SideName {
             label: self.label,
-            description: format!("`{}` runtime ({})", self.client.name(), self.target),
+            description: format!("`{}` runtime ({})", crate::hardware::device::runtime_name(self.client), self.target),
         }
     }
 }
 
 /// Whether neither side takes an arm: a comparison of `default` with `default`.
 fn both_default(a: &Side<'_>, b: &Side<'_>) -> bool {
-    a.target.arms().is_none() && b.target.arms().is_none()
+    a.target.takes_defaults() && b.target.takes_defaults()
 }
 
 /// The contract two sides are held to: the arm's under `profile`, or byte equality when
@@ -89,7 +89,13 @@ pub(crate) fn compare_sides_header(
         island: entry.site.id,
         arm: spec.label,
         profile: profile.to_string(),
-        executed_on: format!("{}: {}, {}: {}", a.label, a.client.name(), b.label, b.client.name()),
+        executed_on: format!(
+            "{}: {}, {}: {}",
+            a.label,
+            crate::hardware::device::runtime_name(a.client),
+            b.label,
+            crate::hardware::device::runtime_name(b.client)
+        ),
         lowering: if a.target.is_native() { "native" } else { "emulated" },
         contract: contract.to_string(),
         bit_exact: contract.is_exact(),
@@ -141,7 +147,7 @@ pub(crate) fn compare_sides(
     // A comparison that silently ran `default` on a side meant to run the arm would prove
     // nothing: every forced tag must select exactly this arm.
     for side in [&a, &b] {
-        if side.target.arms().is_none() {
+        if side.target.takes_defaults() {
             continue;
         }
         match side.target.explain(entry.site) {

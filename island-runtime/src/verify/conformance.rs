@@ -95,7 +95,7 @@ pub fn within_divergence(
 pub fn defaults(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &ProofOptions) -> Option<ProofRun> {
     let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
     let profile = crate::hardware::device::profile(device)?;
-    let on_device = Side { client: device, target: Target::default_arms(device), label: "device default" };
+    let on_device = Side { client: device, target: Target::default_for_client(device), label: "device default" };
     let on_cpu = Side { client: cpu, target: Target::default_arms(cpu), label: "CPU default" };
     let mut run = compare_sides(entry, lifted, profile, on_device, on_cpu, options);
     run.arm = "default";

@@ -101,7 +101,7 @@ pub fn gate(entry: &'static ArmEntry, device: &Client, cpu: &Client, options: &G
     let native_target = Target::forced(profile, device).only(entry.site.id);
     let sources = match (
         lowering::device_source(lifted, native_target, device),
-        lowering::device_source(lifted, Target::default_arms(device), device),
+        lowering::device_source(lifted, Target::default_for_client(device), device),
     ) {
         (Ok(arm), Ok(default)) => Some((arm, default)),
         (Err(e), _) | (_, Err(e)) => {
@@ -267,7 +267,7 @@ fn time(
     options: &GateOptions,
 ) -> Result<SpeedEvidence, TimingError> {
     let arm = Target::forced(profile, device).only(entry.site.id);
-    let default = Target::default_arms(device);
+    let default = Target::default_for_client(device);
     for t in [arm, default] {
         if let Some(reason) = lowering::launch_hazard(lifted, t, device) {
             return Err(TimingError::NotLaunched(reason));

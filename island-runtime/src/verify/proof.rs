@@ -69,7 +69,7 @@ pub fn prove(entry: &'static ArmEntry, client: &Client, options: &ProofOptions) 
         island: entry.site.id,
         arm: spec.label,
         profile,
-        executed_on: client.name().to_string(),
+        executed_on: crate::hardware::device::runtime_name(client).to_string(),
         lowering: "-",
         contract: "-".into(),
         bit_exact: false,
@@ -123,7 +123,7 @@ fn prove_one(
                     reason: format!(
                         "on `{}` the arm and `default` are the same program (its emulation is the portable code): \
                          comparing them would prove nothing; the native lowering is checked by `islands conform` on a device",
-                        client.name()
+                        crate::hardware::device::runtime_name(client)
                     ),
                 };
                 return run;
