@@ -167,7 +167,7 @@ pub fn run_on(device: &Client, samples: usize, seed: u64) -> Result<bool, ProbeE
     let props = device.properties();
     println!(
         "probe on `{}`: {} ({}), plane {}..{}, {samples} samples per probe, seed {seed:#x}",
-        device.name(),
+        island_runtime::device::runtime_name(device),
         props.identity.name,
         props.identity.fingerprint,
         props.hardware.plane_size_min,

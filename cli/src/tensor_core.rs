@@ -236,11 +236,11 @@ fn tally(
 /// Runs the experiment; `Ok(false)` when the model missed an output or the fixture was not caught.
 pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, TensorCoreError> {
     let Some(profile) = island_runtime::device::profile(device) else {
-        return Err(NotADevice(device.name().to_string()).into());
+        return Err(NotADevice(island_runtime::device::runtime_name(device).to_string()).into());
     };
     let native = Target::forced(profile, device);
     if !native.is_native() {
-        return Err(TensorCoreError::NotNative(device.name().to_string()));
+        return Err(TensorCoreError::NotNative(island_runtime::device::runtime_name(device).to_string()));
     }
     println!(
         "tensor-core model on {profile}: {} tiles per format from tile {}, classes {}",
