@@ -268,7 +268,7 @@ pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -
             crate::hardware::device::runtime_name(client)
         ));
     }
-    if let Some(backend) = Executor::from_client_name(crate::hardware::device::runtime_name(client)).backend()
+    if let Some(backend) = crate::hardware::device::Device::of(client).exec.executor.backend()
         && !missing_types::lacked(backend).is_empty()
     {
         let ir = define(lifted, target, client.properties_shared(), client)

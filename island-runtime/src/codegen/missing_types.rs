@@ -39,8 +39,8 @@ pub fn used(backend: Backend, ir: &str) -> Vec<&'static str> {
 /// The types of `types` (by name: `i8`) that the language of the runtime behind `client` lacks:
 /// a kernel with buffers of one cannot be launched there.
 pub fn lacked_by(client: &cubecl::prelude::Client, types: &[&str]) -> Vec<&'static str> {
-    let executor = island_vocab::Executor::from_client_name(crate::hardware::device::runtime_name(client));
-    executor.backend().map_or(&[][..], lacked).iter().filter(|t| types.contains(&t.name)).map(|t| t.name).collect()
+    let backend = crate::hardware::device::Device::of(client).exec.executor.backend();
+    backend.map_or(&[][..], lacked).iter().filter(|t| types.contains(&t.name)).map(|t| t.name).collect()
 }
 
 /// Whether `ir` holds `spelling` as a whole word (`cube.f64` is not `cube.f64x`).

@@ -2,6 +2,7 @@
 //! the client, each one only where `crate::launch::policy` finds it shown exact there; and
 //! [`Target::default_for_client`], `default` as that device can run it.
 
+use crate::hardware::fingerprint::Fingerprint;
 use crate::launch::policy::{self, Settings};
 use crate::records::view::{Carry, DeviceLedger, Policy};
 use crate::tag::target::Target;
@@ -61,63 +62,66 @@ impl Target {
     }
 }
 
+/// `make`'s value for the device behind `client`, made on the first call for that device and
+/// kept in `seen` for the process (keyed by the device's view, which `Device::of` builds once).
+fn once_per_device<T: Copy>(seen: &Mutex<Vec<(usize, T)>>, client: &Client, make: impl FnOnce() -> T) -> T {
+    let key = std::ptr::from_ref(crate::hardware::device::Device::of(client)) as usize;
+    let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, value)) = seen.iter().find(|(k, _)| *k == key) {
+        return *value;
+    }
+    let value = make();
+    seen.push((key, value));
+    value
+}
+
 /// The islands whose selected arm on the device behind `client` (of `profile`) is a
 /// formulation, found once per device and process.
 fn formulations(client: &Client, profile: Profile) -> &'static [&'static str] {
-    type Seen = Vec<(usize, &'static [&'static str])>;
-    static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
-    let device = crate::hardware::device::Device::of(client);
-    let key = std::ptr::from_ref(device) as usize;
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, ids)) = seen.iter().find(|(k, _)| *k == key) {
-        return ids;
-    }
-    let planes = (device.plane_min, device.exec.plane);
-    let mut ids: Vec<&'static str> = crate::tag::registry::arms()
-        .iter()
-        .filter(|e| e.expect == island_vocab::Expect::Equal && crate::tag::registry::selects(e, &profile))
-        .filter(|e| crate::launch::semantics::carry(e, &profile, client, planes) == Carry::AsDefault)
-        .map(|e| e.site.id)
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let ids: &'static [&'static str] = Box::leak(ids.into_boxed_slice());
-    seen.push((key, ids));
-    ids
+    static SEEN: Mutex<Vec<(usize, &'static [&'static str])>> = Mutex::new(Vec::new());
+    once_per_device(&SEEN, client, || {
+        let device = crate::hardware::device::Device::of(client);
+        let planes = (device.plane_min, device.exec.plane);
+        let mut ids: Vec<&'static str> = crate::tag::registry::arms()
+            .iter()
+            .filter(|e| e.expect == island_vocab::Expect::Equal && crate::tag::registry::selects(e, &profile))
+            .filter(|e| crate::launch::semantics::carry(e, &profile, client, planes) == Carry::AsDefault)
+            .map(|e| e.site.id)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        Box::leak(ids.into_boxed_slice())
+    })
 }
 
-/// The ledger view of the device behind `client`, built once per device and process (keyed by
-/// the device's view, which `Device::of` builds once).
+/// The ledger view of the device behind `client`, built once per device and process.
 fn view(client: &Client, profile: Profile, settings: &Settings) -> Option<&'static DeviceLedger> {
-    type Seen = Vec<(usize, Option<&'static DeviceLedger>)>;
-    static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
-    let device = crate::hardware::device::Device::of(client);
-    let key = std::ptr::from_ref(device) as usize;
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, view)) = seen.iter().find(|(k, _)| *k == key) {
-        return *view;
-    }
-    let view = device.fingerprint.clone().map(|device| {
-        let records: Vec<_> = settings.records.iter().filter(|r| r.device.same_device(&device)).cloned().collect();
-        let facts = crate::launch::evidence::facts(&device, &profile, &records, client);
-        let unproven = facts.iter().filter(|(_, f)| f.needs_device_evidence().is_some()).count();
-        log::info!(
-            "islands: {device}: {} records, {} arms admitted, {unproven} of them need evidence of this device ({} policy)",
-            records.len(),
-            facts.len(),
-            settings.policy
+    static SEEN: Mutex<Vec<(usize, Option<&'static DeviceLedger>)>> = Mutex::new(Vec::new());
+    once_per_device(&SEEN, client, || {
+        let device = crate::hardware::device::Device::of(client).fingerprint.clone()?;
+        Some(build_view(client, device, profile, settings))
+    })
+}
+
+/// The view of `device`, the device behind `client`: its records and the facts of its arms.
+fn build_view(client: &Client, device: Fingerprint, profile: Profile, settings: &Settings) -> &'static DeviceLedger {
+    let records: Vec<_> = settings.records.iter().filter(|r| r.device.same_device(&device)).cloned().collect();
+    let facts = crate::launch::evidence::facts(&device, &profile, &records, client);
+    let unproven = facts.iter().filter(|(_, f)| f.needs_device_evidence().is_some()).count();
+    log::info!(
+        "islands: {device}: {} records, {} arms admitted, {unproven} of them need evidence of this device ({} policy)",
+        records.len(),
+        facts.len(),
+        settings.policy
+    );
+    let view = DeviceLedger::leak(device, profile, settings.policy, settings.records.to_vec(), facts);
+    if view.runtime_witness.is_none() && settings.policy == Policy::Trust {
+        log::warn!(
+            "islands: {}: ISLANDS_POLICY=trust: no device of runtime `{}` has run an island natively, so its arms \
+             whose semantic class carries their CPU proofs run on trust alone",
+            view.device,
+            view.device.runtime
         );
-        let view = DeviceLedger::leak(device, profile, settings.policy, settings.records.to_vec(), facts);
-        if view.runtime_witness.is_none() && settings.policy == Policy::Trust {
-            log::warn!(
-                "islands: {}: ISLANDS_POLICY=trust: no device of runtime `{}` has run an island natively, so its arms \
-                 whose semantic class carries their CPU proofs run on trust alone",
-                view.device,
-                view.device.runtime
-            );
-        }
-        view
-    });
-    seen.push((key, view));
+    }
     view
 }

@@ -70,14 +70,16 @@ pub fn trace<R>(expand: impl FnOnce() -> R) -> (R, Vec<NativeUse>) {
     (result, uses)
 }
 
-/// What `entry`'s arm becomes on a device of a profile: the native lowerings it takes, and the
+/// What `entry`'s arm becomes on a device of a profile: the native lowerings it takes, the
 /// float arithmetic of its expansion (`crate::codegen::float_arithmetic`), its own and its
-/// intrinsics' alike.
+/// intrinsics' alike, and the types it uses that the backend's language lacks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Native {
     pub uses: Vec<NativeUse>,
     /// The float operations of the arm's expansion (`math.f_add`, …).
     pub float_ops: Vec<String>,
+    /// The types of the expansion the backend's language lacks (`crate::codegen::missing_types`).
+    pub lacked: Vec<&'static str>,
 }
 
 /// The arm of `entry` expanded for a device of `profile` (its lifted kernel, natively; `host`
@@ -102,8 +104,10 @@ pub fn native(
             LoweringError::Generator(format!("its expansion panicked: {}", crate::values::readback::panic_text(&p)))
         })?
         .map_err(|e| LoweringError::Generator(e.to_string()))?;
-    let float_ops = crate::codegen::float_arithmetic::float_ops(&definition.body.to_string());
-    Ok(Native { uses, float_ops })
+    let ir = definition.body.to_string();
+    let float_ops = crate::codegen::float_arithmetic::float_ops(&ir);
+    let lacked = crate::codegen::missing_types::used(profile.backend, &ir);
+    Ok(Native { uses, float_ops, lacked })
 }
 
 /// How far `entry`'s CPU proof carries to a device of `profile` that no record covers.
@@ -134,7 +138,7 @@ pub fn carry(entry: &'static ArmEntry, profile: &Profile, host: &Client, planes:
         Err(e) => return Carry::Record(format!("its native lowerings could not be traced ({e})")),
         Ok(native) => native,
     };
-    if native.uses.is_empty() && formulation(entry, profile, host).is_some() {
+    if native.uses.is_empty() && native.lacked.is_empty() && default_lacks(entry, profile, host) {
         return Carry::AsDefault;
     }
     let (syncs, others): (Vec<&NativeUse>, Vec<&NativeUse>) =
@@ -164,15 +168,13 @@ pub fn carry(entry: &'static ArmEntry, profile: &Profile, host: &Client, planes:
     if why.is_empty() { Carry::Proof } else { Carry::Record(why.join("; ")) }
 }
 
-/// The types `default` uses that `profile`'s language lacks and `entry`'s arm avoids, if
-/// `default` uses some and the arm none (`crate::codegen::missing_types`).
-pub fn formulation(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> Option<Vec<&'static str>> {
+/// Whether `entry`'s `default` uses a type `profile`'s language lacks
+/// (`crate::codegen::missing_types`).
+fn default_lacks(entry: &'static ArmEntry, profile: &Profile, host: &Client) -> bool {
     use crate::codegen::lowering::{Which, ir};
-    use crate::codegen::missing_types::used;
-    let ProofSpec::Lifted(lifted) = &entry.proof else { return None };
-    let default = used(profile.backend, &ir(entry, lifted, profile, Which::Default, host).ok()?);
-    let arm = used(profile.backend, &ir(entry, lifted, profile, Which::Arm, host).ok()?);
-    (!default.is_empty() && arm.is_empty()).then_some(default)
+    let ProofSpec::Lifted(lifted) = &entry.proof else { return false };
+    ir(entry, lifted, profile, Which::Default, host)
+        .is_ok_and(|ir| !crate::codegen::missing_types::used(profile.backend, &ir).is_empty())
 }
 
 /// Why the plane width an arm was proven at may not be the one it runs at, if so: it lowers
