@@ -10,6 +10,7 @@
 //! reverse, a product unfused, a reciprocal instead of a division) must differ from the reference
 //! on them, or the check fails as unable to fail. The shapes are SmolLM2-135M's.
 
+use island_llm::act_matvec::Act;
 use island_llm::deciding::{Draw, activations, matrix, softmax_scores, swiglu_pairs};
 use island_llm::kernels::AttnShape;
 use island_llm::math::exp_host;
@@ -41,7 +42,7 @@ const SHAPE: AttnShape = AttnShape { heads: 9, kv_heads: 3, context: 64 };
 type Check = fn(&cubecl::prelude::Client, Target) -> Result<(), Failed>;
 
 pub fn trials() -> Vec<Trial> {
-    let checks: [(&str, Check); 10] = [
+    let checks: [(&str, Check); 13] = [
         ("rmsnorm", rmsnorm),
         ("matvec_q8_0", |c, t| matvec(c, t, QuantType::Q8_0)),
         ("matvec_q4_1", |c, t| matvec(c, t, QuantType::Q4_1)),
@@ -52,6 +53,9 @@ pub fn trials() -> Vec<Trial> {
         ("swiglu", swiglu),
         ("norm_quant", norm_quant),
         ("swiglu_quant", swiglu_quant),
+        ("act_matvec_q8_0", |c, t| act_matvec(c, t, QuantType::Q8_0)),
+        ("act_matvec_q4_1", |c, t| act_matvec(c, t, QuantType::Q4_1)),
+        ("attention_step", attention_step),
     ];
     let mut runtimes = vec![RuntimeName::Cpu];
     runtimes.extend(proofs::conformance_runtimes().unwrap_or_default());
@@ -446,6 +450,106 @@ fn swiglu_quant(client: &cubecl::prelude::Client, target: Target) -> Result<(), 
 fn decides_words(what: &str, reference: &[i32], variant: &[i32]) -> Result<(), Failed> {
     if reference == variant {
         return Err(format!("the inputs cannot fail the check: {what} gives the reference's words").into());
+    }
+    Ok(())
+}
+
+/// A decode step's matvec with the op before it in the cube ([`island_llm::act_matvec`]), each
+/// kind on the inputs of that op's own check, against the reference's op, quantizer and matvec:
+/// RMSNorm rows (the QKV and gate-up projections, 100 rows: a cube's rows past the last), the
+/// plain values with the residual add (the output projection) and SwiGLU pairs with it (the
+/// down projection, 48 blocks: lanes of 6).
+fn act_matvec(client: &cubecl::prelude::Client, target: Target, ty: QuantType) -> Result<(), Failed> {
+    let mut rng = Rng::new(0x5eed_000a ^ ty as u64);
+    let (dim, ffn, rows) = (CONFIG.dim, CONFIG.ffn, 100);
+    let w = matrix(ty, rows, dim, &mut rng)?;
+    let down = matrix(ty, rows, ffn, &mut rng)?;
+    let g: Vec<f32> = (0..dim).map(|_| rng.wide(2)).collect();
+    let y0: Vec<f32> = (0..rows).map(|r| if r % 7 == 0 { -0.0 } else { rng.wide(12) }).collect();
+    let expect = |w: &QuantMatrix, x: &[f32], add: bool| {
+        let mut y = if add { y0.clone() } else { vec![0.0; rows] };
+        r::matvec(w, x, &mut y, add);
+        y
+    };
+    let norm_rows = norm_rows(&mut rng, dim, 1);
+    for (k, x) in norm_rows.iter().enumerate() {
+        let h = r::rmsnorm(x, &g, CONFIG.eps);
+        let want = expect(&w, &h, false);
+        if k == 0 {
+            decides("the activation not normalised", &want, &expect(&w, x, false))?;
+        }
+        let got = ops::act_matvec(client, target, Act::Norm, &w, x, &g, CONFIG.eps, None)?;
+        same_bits(&format!("{ty:?} RMSNorm and matvec, row {k}"), &got, &want)?;
+    }
+    let x = activations(dim, &mut rng);
+    let got = ops::act_matvec(client, target, Act::Plain, &w, &x, &[], 0.0, Some(&y0))?;
+    same_bits(&format!("{ty:?} matvec with the residual"), &got, &expect(&w, &x, true))?;
+    let (gate, up) = swiglu_pairs(ffn, &mut rng);
+    let a: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| r::swiglu(g, u)).collect();
+    let gate_up: Vec<f32> = gate.iter().chain(&up).copied().collect();
+    let got = ops::act_matvec(client, target, Act::Swiglu, &down, &gate_up, &[], 0.0, Some(&y0))?;
+    same_bits(&format!("{ty:?} SwiGLU and matvec with the residual"), &got, &expect(&down, &a, true))
+}
+
+/// A decode step's attention in one kernel ([`island_llm::attention_step`]) against the
+/// reference's RoPE, scores, softmax and weighted sum: at the first position (one term), at a
+/// position of a 64-position cache, and past the cube's 256 units in a cache of 320; the
+/// query, key and value of wide magnitudes, zeros in the cache, and a stale key at the
+/// token's own slot (the kernel must use the key it rotates).
+fn attention_step(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
+    let mut rng = Rng::new(0x5eed_000b);
+    let (dim, kv, hd) = (CONFIG.dim, CONFIG.kv_dim(), CONFIG.head_dim);
+    let (half, group) = (hd / 2, SHAPE.heads / SHAPE.kv_heads);
+    for (context, pos) in [(64usize, 0usize), (64, 45), (320, 300)] {
+        let shape = AttnShape { context, ..SHAPE };
+        let (cos, sin) = rope_tables(&CONFIG, context);
+        let qkv: Vec<f32> = (0..dim + 2 * kv).map(|i| if i % 17 == 0 { -0.0 } else { rng.wide(3) }).collect();
+        let cache = context * kv;
+        let kc: Vec<f32> = (0..cache).map(|i| if i % 13 == 0 { 0.0 } else { rng.wide(3) }).collect();
+        let vc: Vec<f32> = (0..cache).map(|i| if i % 11 == 0 { 0.0 } else { rng.wide(10) }).collect();
+        let rotate = |from: usize| -> Vec<f32> {
+            (0..half)
+                .flat_map(|i| {
+                    let t = pos * half + i;
+                    let (y0, y1) = r::rope_pair(qkv[from + 2 * i], qkv[from + 2 * i + 1], cos[t], sin[t]);
+                    [y0, y1]
+                })
+                .collect()
+        };
+        let (mut kc_want, mut vc_want) = (kc.clone(), vc.clone());
+        for g in 0..SHAPE.kv_heads {
+            let at = pos * kv + g * hd;
+            kc_want[at..at + hd].copy_from_slice(&rotate(dim + g * hd));
+            vc_want[at..at + hd].copy_from_slice(&qkv[dim + kv + g * hd..dim + kv + (g + 1) * hd]);
+        }
+        let n = pos + 1;
+        let attend = |keys: &[f32], serial: bool| -> Vec<f32> {
+            let mut out = Vec::new();
+            for h in 0..SHAPE.heads {
+                let (q, g) = (rotate(h * hd), h / group);
+                let mut s: Vec<f32> = (0..n).map(|j| r::score(&q, &keys[j * kv + g * hd..j * kv + (g + 1) * hd])).collect();
+                r::softmax(&mut s);
+                for d in 0..hd {
+                    let v = |j: usize| vc_want[j * kv + g * hd + d];
+                    out.push(if serial {
+                        (0..n).fold(0.0f32, |a, j| s[j].mul_add(v(j), a))
+                    } else {
+                        r::weighted_sum(&s, (0..n).map(v))
+                    });
+                }
+            }
+            out
+        };
+        let want = attend(&kc_want, false);
+        if pos > 8 {
+            decides("the weighted sum in one chain", &want, &attend(&kc_want, true))?;
+            decides("the cache's stale key at the token's slot", &want, &attend(&kc, false))?;
+        }
+        let got = ops::attention_step(client, target, &qkv, (&cos, &sin), pos as u32, (&kc, &vc), shape)?;
+        let at = format!("attention_step at position {pos} of {context}");
+        same_bits(&format!("{at}: the outputs"), &got.att, &want)?;
+        same_bits(&format!("{at}: the key cache"), &got.kc, &kc_want)?;
+        same_bits(&format!("{at}: the value cache"), &got.vc, &vc_want)?;
     }
     Ok(())
 }

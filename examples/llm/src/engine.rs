@@ -12,7 +12,16 @@
 //! axis of each launch: every token's values are computed by the same operations in the same
 //! order as in a step of its own, so its logits (and the cache it leaves) are the same bits
 //! whether the prompt runs in one batch, in batches of any size or one token a step.
+//!
+//! A one-token step on a device with planes runs five launches a layer where the cells it
+//! stands for run their twins with one tag: [`act_matvec`] (RMSNorm, the quantizer and the QKV
+//! projection; the quantizer and the output projection; RMSNorm, the quantizer and the gate and
+//! up projections; SwiGLU, the quantizer and the down projection) and [`attention_step`]. They
+//! compute the unfused kernels' bits. On the CPU runtime (plane size 1), where a cube's barrier
+//! costs a thread per unit, the unfused kernels run.
 
+use crate::act_matvec::{self, Act, ActBuffers};
+use crate::attention_step::{self, StepBuffers};
 use crate::cells;
 use crate::error::LlmError;
 use crate::fused;
@@ -405,13 +414,27 @@ impl Engine {
             let keys = self.batch * c.dim + l * self.context * kv;
             let values = keys + cache;
             self.norm_matvec(&layer.attn_norm, &layer.qkv, &sc.qkv, tokens)?;
-            let bufs = [&sc.qkv, &sc.state, &self.cos, &self.sin, &sc.step];
-            cells::rope::rope(client, attn, bufs, pos, [keys, values], t).map_err(runtime)?;
-            cells::attention::scores(client, attn, [&sc.state, &sc.s, &sc.step], n, keys, t).map_err(runtime)?;
-            cells::attention::softmax(client, attn, [&sc.s, &sc.step], n, t).map_err(runtime)?;
-            let bufs = [&sc.s, &sc.state, &sc.att, &sc.step];
-            cells::attention::attend(client, attn, bufs, n, values, t).map_err(runtime)?;
-            self.matvec(&layer.out, &sc.att, (c.dim, tokens), &sc.x)?;
+            if let Some(ta) = self.attention_step_target(tokens)? {
+                let bufs = StepBuffers {
+                    qkv: &sc.qkv,
+                    state: &sc.state,
+                    cos: &self.cos,
+                    sin: &self.sin,
+                    step: &sc.step,
+                    att: &sc.att,
+                };
+                let state_len = self.batch * c.dim + 2 * cache;
+                attention_step::launch(client, attn.0, bufs, (state_len, keys, values), ta);
+            } else {
+                let bufs = [&sc.qkv, &sc.state, &self.cos, &self.sin, &sc.step];
+                cells::rope::rope(client, attn, bufs, pos, [keys, values], t).map_err(runtime)?;
+                cells::attention::scores(client, attn, [&sc.state, &sc.s, &sc.step], n, keys, t)
+                    .map_err(runtime)?;
+                cells::attention::softmax(client, attn, [&sc.s, &sc.step], n, t).map_err(runtime)?;
+                let bufs = [&sc.s, &sc.state, &sc.att, &sc.step];
+                cells::attention::attend(client, attn, bufs, n, values, t).map_err(runtime)?;
+            }
+            self.plain_matvec(&layer.out, tokens)?;
             self.norm_matvec(&layer.ffn_norm, &layer.gate_up, &sc.gate_up, tokens)?;
             self.swiglu_matvec(&layer.down, tokens)?;
         }
@@ -424,6 +447,11 @@ impl Engine {
     fn norm_matvec(&self, w: &Handle, m: &DeviceMatrix, y: &Handle, tokens: usize) -> Result<(), LlmError> {
         let (c, sc) = (self.config, &self.scratch);
         let shape = MatvecShape { blocks: c.dim / BLOCK, ..m.shape };
+        if let Some(ta) = self.step_target(tokens, &[cells::rmsnorm::KEY, cells::matvec::key_of(&shape)])? {
+            let b = ActBuffers { src: &sc.x, norm: w, words: &m.words, scales: &m.scales, mins: &m.mins, y };
+            act_matvec::launch(&self.client, Act::Norm, shape, c.eps, b, ta);
+            return Ok(());
+        }
         if self.fuse
             && let Some(tn) = cells::twin_target(&self.client, &cells::rmsnorm::KEY, self.target).map_err(runtime)?
             && let Some(tm) =
@@ -446,6 +474,18 @@ impl Engine {
     fn swiglu_matvec(&self, down: &DeviceMatrix, tokens: usize) -> Result<(), LlmError> {
         let (c, sc, client) = (self.config, &self.scratch, &self.client);
         let shape = MatvecShape { blocks: c.ffn / BLOCK, ..down.shape };
+        if let Some(ta) = self.step_target(tokens, &[cells::SWIGLU_KEY, cells::matvec::key_of(&shape)])? {
+            let b = ActBuffers {
+                src: &sc.gate_up,
+                norm: &sc.gate_up,
+                words: &down.words,
+                scales: &down.scales,
+                mins: &down.mins,
+                y: &sc.x,
+            };
+            act_matvec::launch(client, Act::Swiglu, shape, 0.0, b, ta);
+            return Ok(());
+        }
         if self.fuse
             && lanes::block_units(&self.target) == 8
             && let Some(ts) = cells::twin_target(client, &cells::SWIGLU_KEY, self.target).map_err(runtime)?
@@ -460,6 +500,53 @@ impl Engine {
         let (ffn, params) = ((c.ffn, tokens), &self.ffn_params);
         cells::swiglu::swiglu(client, ffn, &sc.gate_up, &sc.a, params, self.target).map_err(runtime)?;
         self.matvec(down, &sc.a, (c.ffn, tokens), &sc.x)
+    }
+
+    /// `x += out·q8_1(att)` of each of `tokens` tokens: the attention's output projection.
+    fn plain_matvec(&self, out: &DeviceMatrix, tokens: usize) -> Result<(), LlmError> {
+        let (c, sc) = (self.config, &self.scratch);
+        let shape = MatvecShape { blocks: c.dim / BLOCK, ..out.shape };
+        if let Some(ta) = self.step_target(tokens, &[cells::matvec::key_of(&shape)])? {
+            let b = ActBuffers {
+                src: &sc.att,
+                norm: &sc.att,
+                words: &out.words,
+                scales: &out.scales,
+                mins: &out.mins,
+                y: &sc.x,
+            };
+            act_matvec::launch(&self.client, Act::Plain, shape, 0.0, b, ta);
+            return Ok(());
+        }
+        self.matvec(out, &sc.att, (c.dim, tokens), &sc.x)
+    }
+
+    /// The tag of a one-token step's kernel that stands for the twins of the cells `keys`
+    /// ([`act_matvec`], [`attention_step`]): where fusion is on, the step has one token, the
+    /// device has planes and every cell runs its twin with the same tag; else `None`, and the
+    /// cells' candidates run apart.
+    fn step_target(&self, tokens: usize, keys: &[island_runtime::cell::CellKey]) -> Result<Option<Target>, LlmError> {
+        if !self.fuse || tokens != 1 || self.target.exec().plane <= 1 {
+            return Ok(None);
+        }
+        let mut tag = None;
+        for key in keys {
+            match cells::twin_target(&self.client, key, self.target).map_err(runtime)? {
+                Some(t) if tag.is_none_or(|first| first == t) => tag = Some(t),
+                _ => return Ok(None),
+            }
+        }
+        Ok(tag)
+    }
+
+    /// [`Self::step_target`] of the attention's four cells, where the cache's scores fit
+    /// [`attention_step`]'s shared memory.
+    fn attention_step_target(&self, tokens: usize) -> Result<Option<Target>, LlmError> {
+        if self.context > attention_step::MAX_CONTEXT {
+            return Ok(None);
+        }
+        use cells::attention::{ATTEND_KEY, SCORES_KEY, SOFTMAX_KEY};
+        self.step_target(tokens, &[cells::rope::KEY, SCORES_KEY, SOFTMAX_KEY, ATTEND_KEY])
     }
 
     /// `y = m·q8_1(x)` (or `y += …`) over the first `cols` values of each of `tokens` rows of

@@ -103,7 +103,7 @@ pub fn swiglu_quant(gate_up: &[f32], xq: &mut [i32], xd: &mut [f32], #[comptime]
 /// (0 where `amax` is 0), four bytes packed low first.
 #[cube]
 #[allow(clippy::manual_is_multiple_of)] // `%` is what CubeCL lowers in a kernel
-fn pack(v: Array<f32>, amax: f32, word: usize, xq: &mut [i32], xd: &mut [f32], #[comptime] target: Target) {
+pub(crate) fn pack(v: Array<f32>, amax: f32, word: usize, xq: &mut [i32], xd: &mut [f32], #[comptime] target: Target) {
     let d = exact::div(amax, 127.0f32, target);
     if word % 8 == 0 {
         xd[word / 8] = d;

@@ -218,50 +218,71 @@ pub fn block_terms(
     let rows = comptime!(shape.rows);
     let blocks = comptime!(shape.blocks);
     let ws = d[b * rows + row];
+    // Q8_0: the block's two weight vectors; Q4_1: one (byte i of a word holds weight i in its
+    // low nibble and weight i + 16 in its high), its minimum.
+    let w0 = w[comptime!(shape.ty.vectors()) * b * rows + row];
+    let mut w1 = w0;
+    let mut wm = 0.0f32;
     if comptime!(shape.ty == QuantType::Q8_0) {
-        let w0 = w[2 * b * rows + row];
-        let w1 = w[(2 * b + 1) * rows + row];
-        #[unroll]
-        for j in 0..batch {
-            let tok = min(t0 + j, last);
-            let x0 = xq[tok * 2 * blocks + 2 * b];
-            let x1 = xq[tok * 2 * blocks + 2 * b + 1];
-            let scale = ws * xd[tok * blocks + b];
-            let mut sumi = 0i32;
-            #[unroll]
-            for i in 0..4usize {
-                sumi = dot_word(w0.extract(i), x0.extract(i), sumi, target);
-            }
-            #[unroll]
-            for i in 0..4usize {
-                sumi = dot_word(w1.extract(i), x1.extract(i), sumi, target);
-            }
-            p[j * per + k] = exact::fma(scale, f32::cast_from(sumi), p[j * per + k], target);
-        }
+        w1 = w[(2 * b + 1) * rows + row];
     } else {
-        // Byte i of a word holds weight i (low nibble) and weight i + 16 (high).
-        let v = w[b * rows + row];
-        let wm = m[b * rows + row];
-        #[unroll]
-        for j in 0..batch {
-            let tok = min(t0 + j, last);
-            let x0 = xq[tok * 2 * blocks + 2 * b];
-            let x1 = xq[tok * 2 * blocks + 2 * b + 1];
-            let dx = xd[tok * blocks + b];
-            let mut sumi = 0i32;
-            let mut sumx = 0i32;
-            #[unroll]
-            for i in 0..4usize {
-                let word = v.extract(i);
-                sumi = dot_word(word & 0x0f0f_0f0f, x0.extract(i), sumi, target);
-                sumi = dot_word((word >> 4) & 0x0f0f_0f0f, x1.extract(i), sumi, target);
-                sumx = dot_word(0x0101_0101, x0.extract(i), sumx, target);
-                sumx = dot_word(0x0101_0101, x1.extract(i), sumx, target);
-            }
-            let acc = exact::fma(ws * dx, f32::cast_from(sumi), p[j * per + k], target);
-            p[j * per + k] = exact::fma(wm * dx, f32::cast_from(sumx), acc, target);
-        }
+        wm = m[b * rows + row];
     }
+    #[unroll]
+    for j in 0..batch {
+        let tok = min(t0 + j, last);
+        let x0 = xq[tok * 2 * blocks + 2 * b];
+        let x1 = xq[tok * 2 * blocks + 2 * b + 1];
+        let dx = xd[tok * blocks + b];
+        p[j * per + k] = block_acc(w0, w1, ws, wm, x0, x1, dx, p[j * per + k], shape.ty, target);
+    }
+}
+
+/// One block's terms folded into `acc`: for Q8_0 `fma(d·dx, Σ q·qx, acc)` over the weight
+/// vectors `w0`, `w1`; for Q4_1 (`w0` the packed nibbles) `fma(m·dx, Σ qx, fma(d·dx, Σ q·qx,
+/// acc))`. `x0`, `x1` are the block's activation words, `dx` their scale; the integer sums are
+/// [`dot_word`]s.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn block_acc(
+    w0: Vector<i32, Const<4>>,
+    w1: Vector<i32, Const<4>>,
+    ws: f32,
+    wm: f32,
+    x0: Vector<i32, Const<4>>,
+    x1: Vector<i32, Const<4>>,
+    dx: f32,
+    acc: f32,
+    #[comptime] ty: QuantType,
+    #[comptime] target: Target,
+) -> f32 {
+    let mut sumi = 0i32;
+    let mut out = acc;
+    if comptime!(ty == QuantType::Q8_0) {
+        let scale = ws * dx;
+        #[unroll]
+        for i in 0..4usize {
+            sumi = dot_word(w0.extract(i), x0.extract(i), sumi, target);
+        }
+        #[unroll]
+        for i in 0..4usize {
+            sumi = dot_word(w1.extract(i), x1.extract(i), sumi, target);
+        }
+        out = exact::fma(scale, f32::cast_from(sumi), out, target);
+    } else {
+        let mut sumx = 0i32;
+        #[unroll]
+        for i in 0..4usize {
+            let word = w0.extract(i);
+            sumi = dot_word(word & 0x0f0f_0f0f, x0.extract(i), sumi, target);
+            sumi = dot_word((word >> 4) & 0x0f0f_0f0f, x1.extract(i), sumi, target);
+            sumx = dot_word(0x0101_0101, x0.extract(i), sumx, target);
+            sumx = dot_word(0x0101_0101, x1.extract(i), sumx, target);
+        }
+        out = exact::fma(ws * dx, f32::cast_from(sumi), out, target);
+        out = exact::fma(wm * dx, f32::cast_from(sumx), out, target);
+    }
+    out
 }
 
 /// RMSNorm of each token's vector (`n` values, one vector after another): the sum of squares

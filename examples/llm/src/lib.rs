@@ -7,7 +7,8 @@
 //!   kernels' layout.
 //! - [`tokenizer`]: the GGUF's vocabulary as a byte-level BPE tokenizer.
 //! - [`kernels`]: every op of the forward pass; [`lanes`]: the fixed order of their long sums;
-//!   [`fused`]: an op and the quantizer after it in one kernel; [`math`]: the engine's `exp`.
+//!   [`fused`]: an op and the quantizer after it in one kernel; [`act_matvec`] and
+//!   [`attention_step`]: a decode step in five launches a layer; [`math`]: the engine's `exp`.
 //! - [`engine`]: the forward pass on a device, with a KV cache; [`ops`]: each kernel launched
 //!   alone on host values, for the kernel-level checks, on inputs from [`deciding`].
 //! - [`cells`]: every op of the decode step as a cell of "verify, then delete", which the engine
@@ -21,6 +22,8 @@
 // This crate's evidence ledger (`ledger.json`): its cell records (`islands gate --ops`).
 island_runtime::ledger!();
 
+pub mod act_matvec;
+pub mod attention_step;
 pub mod cells;
 pub mod deciding;
 pub mod engine;

@@ -3,6 +3,8 @@
 //! inputs built to reach every rounding decision (the whole-model check only meets the model's
 //! own activations).
 
+use crate::act_matvec::{Act, ActBuffers};
+use crate::attention_step::StepBuffers;
 use crate::error::LlmError;
 use crate::kernels::{
     AttnShape, MatvecShape, QUANT_UNITS, UNITS, attend, grid, qmatvec, rmsnorm, rope_store, scores, slots, softmax,
@@ -252,4 +254,61 @@ pub fn swiglu_quant(client: &Client, target: Target, gate_up: &[f32]) -> Result<
     let (xq, xd) = (l.i32s(&vec![0; n / 4]), l.f32s(&vec![0.0; n / 32]));
     crate::fused::launch_swiglu_quant(client, n, 1, [&gb.0, &xq.0, &xd.0], target);
     Ok((l.read(&xq)?, l.read(&xd)?))
+}
+
+/// [`crate::act_matvec::act_qmatvec`] for one token: `y = W·q8_1(act(src))`, or `y0 + …` with
+/// `y0`; `norm` holds the RMSNorm's weights where `act` is [`Act::Norm`] (else it is not read).
+#[allow(clippy::too_many_arguments)]
+pub fn act_matvec(
+    client: &Client,
+    target: Target,
+    act: Act,
+    w: &QuantMatrix,
+    src: &[f32],
+    norm: &[f32],
+    eps: f32,
+    y0: Option<&[f32]>,
+) -> Result<Vec<f32>, LlmError> {
+    let l = Launch::new(client, target);
+    let (sb, nb) = (l.f32s(src), l.f32s(if norm.is_empty() { &[0.0] } else { norm }));
+    let mins = if w.mins.is_empty() { vec![0.0f32] } else { w.mins.clone() };
+    let (wb, db, mb) = (l.i32s(&w.words), l.f32s(&w.scales), l.f32s(&mins));
+    let yb = l.f32s(&y0.map_or_else(|| vec![0.0; w.rows], <[f32]>::to_vec));
+    let shape = MatvecShape { ty: w.ty, rows: w.rows, blocks: w.cols / BLOCK, accumulate: y0.is_some() };
+    let b = ActBuffers { src: &sb.0, norm: &nb.0, words: &wb.0, scales: &db.0, mins: &mb.0, y: &yb.0 };
+    crate::act_matvec::launch(client, act, shape, eps, b, target);
+    l.read(&yb)
+}
+
+/// What [`crate::attention_step::attention_step`] computes: the heads' outputs, and the caches
+/// with the token's key and value in their slots.
+pub struct Attended {
+    pub att: Vec<f32>,
+    pub kc: Vec<f32>,
+    pub vc: Vec<f32>,
+}
+
+/// [`crate::attention_step::attention_step`] of `qkv` at position `pos` (read from a step
+/// buffer) over the caches `kc` and `vc` (`shape.context` positions each, in the engine's
+/// attention state after a query's room).
+pub fn attention_step(
+    client: &Client,
+    target: Target,
+    qkv: &[f32],
+    (cos, sin): (&[f32], &[f32]),
+    pos: u32,
+    (kc, vc): (&[f32], &[f32]),
+    shape: AttnShape,
+) -> Result<Attended, LlmError> {
+    let l = Launch::new(client, target);
+    let dim = shape.heads * AttnShape::HEAD_DIM;
+    let cache = kc.len();
+    let state: Vec<f32> = std::iter::repeat_n(0.0, dim).chain(kc.iter().copied()).chain(vc.iter().copied()).collect();
+    let (qkvb, stb, ab) = (l.f32s(qkv), l.f32s(&state), l.f32s(&vec![0.0; dim]));
+    let (cb, snb) = (l.f32s(cos), l.f32s(sin));
+    let step = l.step(pos);
+    let bufs = StepBuffers { qkv: &qkvb.0, state: &stb.0, cos: &cb.0, sin: &snb.0, step: &step.0, att: &ab.0 };
+    crate::attention_step::launch(client, shape, bufs, (state.len(), dim, dim + cache), target);
+    let all = l.read(&stb)?;
+    Ok(Attended { att: l.read(&ab)?, kc: all[dim..dim + cache].to_vec(), vc: all[dim + cache..].to_vec() })
 }
