@@ -57,6 +57,28 @@ pub fn act_qmatvec(
     let words = comptime!(n / 4);
     let mut sq = Shared::<[i32]>::new_slice(words);
     let mut sd = Shared::<[f32]>::new_slice(blocks);
+    let rows = comptime!(shape.rows);
+    let units = comptime!(width as usize);
+    let per = comptime!((LANES_8 / width) as usize);
+    let row = unit() / units;
+    // Units past the last row take part in the exchange on row 0's values and write nothing.
+    let r = select(row < rows, row, 0);
+    let first = unit() % units * per;
+    // Where a unit holds one lane of few blocks, its weights are loaded before the activation
+    // is computed, so that their latency passes under it.
+    let early = comptime!(per == 1 && blocks <= UNROLL * 8);
+    let held = comptime!(if early { blocks.div_ceil(8) } else { 1 });
+    let mut w0s = Array::<Vector<i32, Const<4>>>::new(held);
+    let mut w1s = Array::<Vector<i32, Const<4>>>::new(held);
+    let mut wss = Array::<f32>::new(held);
+    let mut wms = Array::<f32>::new(held);
+    if comptime!(early) {
+        #[unroll]
+        for t in 0..held {
+            let b = min(first + 8 * t, blocks - 1);
+            load_block(w, d, m, r, b, &mut w0s, &mut w1s, &mut wss, &mut wms, t, shape);
+        }
+    }
     let mut inv = 1.0f32;
     if comptime!(act == Act::Norm) {
         inv = inv_rms(src, 0, eps, n, norm_width, target);
@@ -90,19 +112,21 @@ pub fn act_qmatvec(
         }
     }
     sync_cube();
-    let rows = comptime!(shape.rows);
-    let units = comptime!(width as usize);
-    let per = comptime!((LANES_8 / width) as usize);
-    let row = unit() / units;
-    // Units past the last row take part in the exchange on row 0's values and write nothing.
-    let r = select(row < rows, row, 0);
-    let first = unit() % units * per;
     let mut p = Array::<f32>::new(per);
     #[unroll]
     for k in 0..per {
         let lane = first + k;
         let mut acc = 0.0f32;
-        if comptime!(blocks <= UNROLL * 8) {
+        if comptime!(early) {
+            #[unroll]
+            for t in 0..held {
+                let b = lane + 8 * t;
+                if b < blocks {
+                    let (x0, x1) = (words_at(&sq, 8 * b), words_at(&sq, 8 * b + 4));
+                    acc = block_acc(w0s[t], w1s[t], wss[t], wms[t], x0, x1, sd[b], acc, shape.ty, target);
+                }
+            }
+        } else if comptime!(blocks <= UNROLL * 8) {
             #[unroll]
             for t in 0..comptime!(blocks.div_ceil(8)) {
                 let b = lane + 8 * t;
@@ -126,6 +150,46 @@ pub fn act_qmatvec(
             y[row] = sum;
         }
     }
+}
+
+/// Block `b` of row `row`'s weights into slot `t` of the unit's held weights: its vectors
+/// (Q8_0: two; Q4_1: one, twice), its scale and (Q4_1) its minimum.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn load_block(
+    w: &[Vector<i32, Const<4>>],
+    d: &[f32],
+    m: &[f32],
+    row: usize,
+    b: usize,
+    w0s: &mut Array<Vector<i32, Const<4>>>,
+    w1s: &mut Array<Vector<i32, Const<4>>>,
+    wss: &mut Array<f32>,
+    wms: &mut Array<f32>,
+    #[comptime] t: usize,
+    #[comptime] shape: MatvecShape,
+) {
+    let rows = comptime!(shape.rows);
+    wss[t] = d[b * rows + row];
+    w0s[t] = w[comptime!(shape.ty.vectors()) * b * rows + row];
+    if comptime!(shape.ty == QuantType::Q8_0) {
+        w1s[t] = w[(2 * b + 1) * rows + row];
+        wms[t] = 0.0f32;
+    } else {
+        w1s[t] = w0s[t];
+        wms[t] = m[b * rows + row];
+    }
+}
+
+/// The four activation words of shared memory `sq` from `at`, as one vector.
+#[cube]
+fn words_at(sq: &[i32], at: usize) -> Vector<i32, Const<4>> {
+    let mut x = Vector::<i32, Const<4>>::new(0i32);
+    #[unroll]
+    for i in 0..4usize {
+        x.insert(i, sq[at + i]);
+    }
+    x
 }
 
 /// Block `b` of row `row` folded into `acc` ([`block_acc`]), the activation words and scale
@@ -154,14 +218,7 @@ fn shared_block(
     } else {
         wm = m[b * rows + row];
     }
-    let mut x0 = Vector::<i32, Const<4>>::new(0i32);
-    let mut x1 = Vector::<i32, Const<4>>::new(0i32);
-    #[unroll]
-    for i in 0..4usize {
-        x0.insert(i, sq[8 * b + i]);
-        x1.insert(i, sq[8 * b + 4 + i]);
-    }
-    block_acc(w0, w1, ws, wm, x0, x1, sd[b], acc, shape.ty, target)
+    block_acc(w0, w1, ws, wm, words_at(sq, 8 * b), words_at(sq, 8 * b + 4), sd[b], acc, shape.ty, target)
 }
 
 /// The buffers of [`launch`]: the source values (`n` a token, `2n` for SwiGLU), the norm's

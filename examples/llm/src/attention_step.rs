@@ -35,6 +35,9 @@ use island_runtime::prelude::*;
 /// sums one lane of two dimensions), and WebGPU's default limit of a workgroup.
 pub const UNITS: u32 = 256;
 
+/// Terms a lane's loop takes at a time (their loads in flight together).
+const DEPTH: usize = 4;
+
 /// The most positions a cache may hold for [`attention_step`]: its scores live in the cube's
 /// shared memory (8 KiB), within WebGPU's default 16 KiB of it.
 pub const MAX_CONTEXT: usize = 2048;
@@ -130,12 +133,19 @@ pub fn attention_step(
     }
     sync_cube();
 
-    // The maximum: each lane's, then across the lanes.
+    // The maximum: each lane's, then across the lanes. The lanes' loops take `DEPTH` terms at
+    // a time, their loads and exponentials independent, their sums still in order.
     let lanes32 = comptime!(LANES_32 as usize);
     if u < lanes32 {
+        let terms = (n + lanes32 - 1 - u) / lanes32;
         let mut m = f32::reinterpret(0xff80_0000u32);
-        for t in 0..(n + lanes32 - 1 - u) / lanes32 {
-            m = max(m, ps[u + lanes32 * t]);
+        for c in 0..(terms + DEPTH - 1) / DEPTH {
+            #[unroll]
+            for k in 0..DEPTH {
+                // Past the lane's last term, its first again: the maximum is the same.
+                let t = select(DEPTH * c + k < terms, DEPTH * c + k, 0);
+                m = max(m, ps[u + lanes32 * t]);
+            }
         }
         lane_values[u] = m;
     }
@@ -149,9 +159,15 @@ pub fn attention_step(
 
     // The exponentials' lane sum, then the probabilities in place.
     if u < lanes32 {
+        let terms = (n + lanes32 - 1 - u) / lanes32;
         let mut sum = 0.0f32;
-        for t in 0..(n + lanes32 - 1 - u) / lanes32 {
-            sum += exp(ps[u + lanes32 * t] - m, target);
+        for c in 0..(terms + DEPTH - 1) / DEPTH {
+            #[unroll]
+            for k in 0..DEPTH {
+                let live = DEPTH * c + k < terms;
+                let e = exp(ps[u + lanes32 * select(live, DEPTH * c + k, 0)] - m, target);
+                sum = select(live, sum + e, sum);
+            }
         }
         lane_values[u] = sum;
     }
@@ -169,24 +185,35 @@ pub fn attention_step(
     }
     sync_cube();
 
-    // The weighted sum: unit `u` sums lane `u % 8` of dimensions `u / 8` and `u / 8 + 32`.
+    // The weighted sum: unit `u` sums lane `u % 8` of dimensions `u / 8` and `u / 8 + 32`,
+    // `DEPTH` positions at a time.
     let lanes8 = comptime!(LANES_8 as usize);
     let lane = u % lanes8;
-    #[unroll]
-    for half_dim in 0..2usize {
-        let d = u / lanes8 + half_dim * half;
-        let current = qkv[v_src + d];
-        let mut acc = 0.0f32;
-        for t in 0..(n + lanes8 - 1 - lane) / lanes8 {
-            let j = lane + lanes8 * t;
-            let mut v = current;
+    let d0 = u / lanes8;
+    let d1 = d0 + half;
+    let (now0, now1) = (qkv[v_src + d0], qkv[v_src + d1]);
+    let cache = values as usize + g * hd;
+    let terms = (n + lanes8 - 1 - lane) / lanes8;
+    let mut acc0 = 0.0f32;
+    let mut acc1 = 0.0f32;
+    for c in 0..(terms + DEPTH - 1) / DEPTH {
+        #[unroll]
+        for k in 0..DEPTH {
+            let live = DEPTH * c + k < terms;
+            let j = lane + lanes8 * select(live, DEPTH * c + k, 0);
+            let mut v0 = now0;
+            let mut v1 = now1;
             if j != pos {
-                v = state[values as usize + j * kv_dim + g * hd + d];
+                v0 = state[cache + j * kv_dim + d0];
+                v1 = state[cache + j * kv_dim + d1];
             }
-            acc = exact::fma(ps[j], v, acc, target);
+            let p = ps[j];
+            acc0 = select(live, exact::fma(p, v0, acc0, target), acc0);
+            acc1 = select(live, exact::fma(p, v1, acc1, target), acc1);
         }
-        parts[d * lanes8 + lane] = acc;
     }
+    parts[d0 * lanes8 + lane] = acc0;
+    parts[d1 * lanes8 + lane] = acc1;
     sync_cube();
     if u < hd {
         let mut p = Array::<f32>::new(lanes8);

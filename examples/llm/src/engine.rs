@@ -18,7 +18,8 @@
 //! projection; the quantizer and the output projection; RMSNorm, the quantizer and the gate and
 //! up projections; SwiGLU, the quantizer and the down projection) and [`attention_step`]. They
 //! compute the unfused kernels' bits. On the CPU runtime (plane size 1), where a cube's barrier
-//! costs a thread per unit, the unfused kernels run.
+//! costs a thread per unit, and on Vulkan through SPIR-V, whose shared memory CubeCL 0.11
+//! compiles to invalid code, the unfused kernels run.
 
 use crate::act_matvec::{self, Act, ActBuffers};
 use crate::attention_step::{self, StepBuffers};
@@ -132,6 +133,18 @@ pub struct Engine {
     /// Whether an op and the quantizer after it run as one kernel where their cells run twins
     /// ([`crate::fused`]).
     fuse: bool,
+    /// Which of a one-token step's fused kernels run where they may (nothing is fused without
+    /// `fuse`).
+    step_kernels: StepKernels,
+}
+
+/// Which of a one-token step's fused kernels an engine runs ([`Engine::set_step_kernels`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepKernels {
+    /// [`act_matvec`]: the op before each matvec, its quantizer and the matvec in one launch.
+    pub matvec: bool,
+    /// [`attention_step`]: RoPE, the caches, the scores, softmax and the weighted sum in one.
+    pub attention: bool,
 }
 
 fn f32s(client: &Client, v: &[f32]) -> Handle {
@@ -220,6 +233,7 @@ impl Engine {
             ffn_params: client.create_from_slice(u32::as_bytes(&[c.ffn as u32])),
             pos: 0,
             fuse: true,
+            step_kernels: StepKernels { matvec: true, attention: true },
         })
     }
 
@@ -252,6 +266,12 @@ impl Engine {
     /// it recorded.
     pub fn set_fusion(&mut self, on: bool) {
         self.fuse = on;
+    }
+
+    /// Which of a one-token step's fused kernels run where they may (both by default). Every
+    /// choice computes the same bits. Call it before the first step, as [`Engine::set_fusion`].
+    pub fn set_step_kernels(&mut self, kernels: StepKernels) {
+        self.step_kernels = kernels;
     }
 
     /// How each part of a step ran at the last step: `"replayed"`, or `"launched: why"`.
@@ -428,8 +448,7 @@ impl Engine {
             } else {
                 let bufs = [&sc.qkv, &sc.state, &self.cos, &self.sin, &sc.step];
                 cells::rope::rope(client, attn, bufs, pos, [keys, values], t).map_err(runtime)?;
-                cells::attention::scores(client, attn, [&sc.state, &sc.s, &sc.step], n, keys, t)
-                    .map_err(runtime)?;
+                cells::attention::scores(client, attn, [&sc.state, &sc.s, &sc.step], n, keys, t).map_err(runtime)?;
                 cells::attention::softmax(client, attn, [&sc.s, &sc.step], n, t).map_err(runtime)?;
                 let bufs = [&sc.s, &sc.state, &sc.att, &sc.step];
                 cells::attention::attend(client, attn, bufs, n, values, t).map_err(runtime)?;
@@ -447,7 +466,9 @@ impl Engine {
     fn norm_matvec(&self, w: &Handle, m: &DeviceMatrix, y: &Handle, tokens: usize) -> Result<(), LlmError> {
         let (c, sc) = (self.config, &self.scratch);
         let shape = MatvecShape { blocks: c.dim / BLOCK, ..m.shape };
-        if let Some(ta) = self.step_target(tokens, &[cells::rmsnorm::KEY, cells::matvec::key_of(&shape)])? {
+        if self.step_kernels.matvec
+            && let Some(ta) = self.step_target(tokens, &[cells::rmsnorm::KEY, cells::matvec::key_of(&shape)])?
+        {
             let b = ActBuffers { src: &sc.x, norm: w, words: &m.words, scales: &m.scales, mins: &m.mins, y };
             act_matvec::launch(&self.client, Act::Norm, shape, c.eps, b, ta);
             return Ok(());
@@ -474,7 +495,9 @@ impl Engine {
     fn swiglu_matvec(&self, down: &DeviceMatrix, tokens: usize) -> Result<(), LlmError> {
         let (c, sc, client) = (self.config, &self.scratch, &self.client);
         let shape = MatvecShape { blocks: c.ffn / BLOCK, ..down.shape };
-        if let Some(ta) = self.step_target(tokens, &[cells::SWIGLU_KEY, cells::matvec::key_of(&shape)])? {
+        if self.step_kernels.matvec
+            && let Some(ta) = self.step_target(tokens, &[cells::SWIGLU_KEY, cells::matvec::key_of(&shape)])?
+        {
             let b = ActBuffers {
                 src: &sc.gate_up,
                 norm: &sc.gate_up,
@@ -506,7 +529,9 @@ impl Engine {
     fn plain_matvec(&self, out: &DeviceMatrix, tokens: usize) -> Result<(), LlmError> {
         let (c, sc) = (self.config, &self.scratch);
         let shape = MatvecShape { blocks: c.dim / BLOCK, ..out.shape };
-        if let Some(ta) = self.step_target(tokens, &[cells::matvec::key_of(&shape)])? {
+        if self.step_kernels.matvec
+            && let Some(ta) = self.step_target(tokens, &[cells::matvec::key_of(&shape)])?
+        {
             let b = ActBuffers {
                 src: &sc.att,
                 norm: &sc.att,
@@ -526,7 +551,7 @@ impl Engine {
     /// device has planes and every cell runs its twin with the same tag; else `None`, and the
     /// cells' candidates run apart.
     fn step_target(&self, tokens: usize, keys: &[island_runtime::cell::CellKey]) -> Result<Option<Target>, LlmError> {
-        if !self.fuse || tokens != 1 || self.target.exec().plane <= 1 {
+        if !self.fuse || tokens != 1 || self.target.exec().plane <= 1 || !shared_memory_exact(&self.client) {
             return Ok(None);
         }
         let mut tag = None;
@@ -542,7 +567,7 @@ impl Engine {
     /// [`Self::step_target`] of the attention's four cells, where the cache's scores fit
     /// [`attention_step`]'s shared memory.
     fn attention_step_target(&self, tokens: usize) -> Result<Option<Target>, LlmError> {
-        if self.context > attention_step::MAX_CONTEXT {
+        if !self.step_kernels.attention || self.context > attention_step::MAX_CONTEXT {
             return Ok(None);
         }
         use cells::attention::{ATTEND_KEY, SCORES_KEY, SOFTMAX_KEY};
@@ -557,6 +582,14 @@ impl Engine {
         let bufs = [&m.words, &m.scales, &m.mins, x, &self.scratch.xq, &self.scratch.xd, y];
         cells::matvec::matvec(&self.client, (shape, tokens), bufs, &m.params, self.target).map_err(runtime)
     }
+}
+
+/// Whether kernels with shared memory may run on `client`'s runtime: not on Vulkan through
+/// CubeCL 0.11's SPIR-V, whose code for shared memory is invalid (lavapipe crashes on it; see
+/// `island_runtime::codegen::lowering::launch_hazard`), so no driver's result of it is taken
+/// as the definition's.
+fn shared_memory_exact(client: &Client) -> bool {
+    island_runtime::hardware::device::runtime_name(client) != "wgpu<spirv>"
 }
 
 fn runtime(e: island_runtime::cell::CellError) -> LlmError {

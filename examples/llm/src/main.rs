@@ -14,6 +14,7 @@
 //! (an `ISLANDS_*` setting it refuses included: `docs/settings.md`).
 
 use clap::Parser;
+use island_llm::engine::StepKernels;
 use island_llm::float_reference::FloatReference;
 use island_llm::generate::{self, Agreement, Generation};
 use island_llm::reference::Reference;
@@ -83,6 +84,11 @@ struct Args {
     /// kernel where both cells run their twins. The bytes are the same.
     #[arg(long)]
     unfused: bool,
+    /// Which of a one-token step's fused kernels run where they may: the op before each
+    /// matvec with its quantizer and the matvec in one launch (`matvec`), the attention in one
+    /// (`attention`), both or none. The bytes are the same.
+    #[arg(long, default_value = "both", value_parser = ["both", "matvec", "attention", "none"])]
+    step_kernels: String,
 }
 
 fn parse_runtime(name: &str) -> Result<RuntimeName, String> {
@@ -160,6 +166,11 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     let mut engine = Engine::new(&client, &model, (args.context, batch), None)?;
     engine.set_replay(!args.eager);
     engine.set_fusion(!args.unfused);
+    let k = args.step_kernels.as_str();
+    engine.set_step_kernels(StepKernels {
+        matvec: matches!(k, "both" | "matvec"),
+        attention: matches!(k, "both" | "attention"),
+    });
     println!(
         "model: {} ({} layers, dim {}, vocabulary {})",
         path.display(),
