@@ -37,7 +37,7 @@ pub enum Act {
 /// units share a row ([`lanes::units`] of [`LANES_8`]), `norm_units` the sum of squares
 /// ([`lanes::units`] of [`LANES_32`]).
 #[islands]
-#[cube(launch)]
+#[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub fn act_qmatvec(
     src: &[f32],
@@ -244,8 +244,12 @@ pub fn launch(client: &Client, act: Act, shape: MatvecShape, eps: f32, b: ActBuf
     let mins = if shape.ty == QuantType::Q4_1 { shape.rows * shape.blocks } else { 1 };
     // SAFETY: the engine allocates each buffer with at least these element counts
     // (`Engine::new`): the source and norm as the model's dimensions, the matrix as its shape.
+    // The kernel runs unchecked (no bounds test before each access): it reads the source below
+    // `n` (SwiGLU `2n`), the norm's weights only for RMSNorm, each matrix at a row below `rows`
+    // and a block below `blocks` (the minima only for Q4_1), its shared memory below `words`
+    // and `blocks`, and writes `y` below `rows`.
     unsafe {
-        act_qmatvec::launch_with(
+        act_qmatvec::launch_unchecked_with(
             client,
             count,
             dim,

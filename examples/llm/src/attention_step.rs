@@ -36,7 +36,7 @@ use island_runtime::prelude::*;
 pub const UNITS: u32 = 256;
 
 /// Terms a lane's loop takes at a time (their loads in flight together).
-const DEPTH: usize = 4;
+const DEPTH: usize = 8;
 
 /// The most positions a cache may hold for [`attention_step`]: its scores live in the cube's
 /// shared memory (8 KiB), within WebGPU's default 16 KiB of it.
@@ -48,7 +48,7 @@ pub const MAX_CONTEXT: usize = 2048;
 /// value cache from `values`, which take the token's rotated key and its value; `att` takes
 /// the heads' outputs.
 #[islands]
-#[cube(launch)]
+#[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub fn attention_step(
     qkv: &[f32],
@@ -251,9 +251,12 @@ pub fn launch(
     let table = shape.context * hd / 2;
     // SAFETY: the engine allocates `qkv` with a token's `dim + 2·kv_dim` values, the state with
     // `state_len`, the tables with `context · 32` values, the step buffer with its slots and
-    // `att` with `dim` values (`Engine::new`).
+    // `att` with `dim` values (`Engine::new`). The kernel runs unchecked (no bounds test before
+    // each access): every index is below those counts for a position below the context, which
+    // `Engine` checks before it writes the step buffer, and its shared memory is read below the
+    // `n ≤ context` positions, 64 dimensions and 8 lanes it writes.
     unsafe {
-        attention_step::launch_with(
+        attention_step::launch_unchecked_with(
             client,
             CubeCount::Static(shape.heads as u32, 1, 1),
             CubeDim::new_1d(UNITS),
