@@ -14,13 +14,17 @@
 //! [`qmatvec`]: crate::kernels::qmatvec
 
 use crate::fused::pack;
-use crate::kernels::{MatvecShape, UNITS, UNROLL, block_acc, grid, inv_rms, swiglu_value, unit};
+use crate::kernels::{MatvecShape, UNROLL, block_acc, grid, inv_rms, swiglu_value, unit};
 use crate::lanes::{self, LANES_8, LANES_32};
 use crate::quant::{BLOCK, QuantType};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
 use island_runtime::prelude::*;
+
+/// Units of a cube: the activation's words in one round (576 values) or two (1,536), and
+/// WebGPU's default limit of a workgroup.
+pub const UNITS: u32 = 256;
 
 /// What a cube computes before the matvec: the activation vector of `n` values.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]

@@ -157,7 +157,7 @@ pub fn attention_step(
     }
     sync_cube();
 
-    // The exponentials' lane sum, then the probabilities in place.
+    // The exponentials, in place, and their lane sum; then the probabilities.
     if u < lanes32 {
         let terms = (n + lanes32 - 1 - u) / lanes32;
         let mut sum = 0.0f32;
@@ -165,7 +165,11 @@ pub fn attention_step(
             #[unroll]
             for k in 0..DEPTH {
                 let live = DEPTH * c + k < terms;
-                let e = exp(ps[u + lanes32 * select(live, DEPTH * c + k, 0)] - m, target);
+                let j = u + lanes32 * select(live, DEPTH * c + k, 0);
+                let e = exp(ps[j] - m, target);
+                if live {
+                    ps[j] = e;
+                }
                 sum = select(live, sum + e, sum);
             }
         }
@@ -181,7 +185,7 @@ pub fn attention_step(
     let sum = sums[0];
     for t in 0..(n + units - 1 - u) / units {
         let j = u + units * t;
-        ps[j] = exact::div(exp(ps[j] - m, target), sum, target);
+        ps[j] = exact::div(ps[j], sum, target);
     }
     sync_cube();
 
