@@ -17,9 +17,8 @@
 //! stands for run their twins with one tag: [`act_matvec`] (RMSNorm, the quantizer and the QKV
 //! projection; the quantizer and the output projection; RMSNorm, the quantizer and the gate and
 //! up projections; SwiGLU, the quantizer and the down projection) and [`attention_step`]. They
-//! compute the unfused kernels' bits. On the CPU runtime (plane size 1), where a cube's barrier
-//! costs a thread per unit, and on Vulkan through SPIR-V, whose shared memory CubeCL 0.11
-//! compiles to invalid code, the unfused kernels run.
+//! compute the unfused kernels' bits. They run on CUDA ([`runs_step_kernels`] says why not
+//! elsewhere yet); elsewhere the unfused kernels run.
 
 use crate::act_matvec::{self, Act, ActBuffers};
 use crate::attention_step::{self, StepBuffers};
@@ -444,7 +443,7 @@ impl Engine {
                     att: &sc.att,
                 };
                 let state_len = self.batch * c.dim + 2 * cache;
-                attention_step::launch(client, attn.0, bufs, (state_len, keys, values), ta);
+                attention_step::launch(client, attn.0, bufs, (state_len, keys, values), ta)?;
             } else {
                 let bufs = [&sc.qkv, &sc.state, &self.cos, &self.sin, &sc.step];
                 cells::rope::rope(client, attn, bufs, pos, [keys, values], t).map_err(runtime)?;
@@ -551,7 +550,7 @@ impl Engine {
     /// device has planes and every cell runs its twin with the same tag; else `None`, and the
     /// cells' candidates run apart.
     fn step_target(&self, tokens: usize, keys: &[island_runtime::cell::CellKey]) -> Result<Option<Target>, LlmError> {
-        if !self.fuse || tokens != 1 || self.target.exec().plane <= 1 || !shared_memory_exact(&self.client) {
+        if !self.fuse || tokens != 1 || !runs_step_kernels(&self.client) {
             return Ok(None);
         }
         let mut tag = None;
@@ -564,10 +563,10 @@ impl Engine {
         Ok(tag)
     }
 
-    /// [`Self::step_target`] of the attention's four cells, where the cache's scores fit
-    /// [`attention_step`]'s shared memory.
+    /// [`Self::step_target`] of the attention's four cells, where the cache holds at most
+    /// [`attention_step::FAST_CONTEXT`] positions.
     fn attention_step_target(&self, tokens: usize) -> Result<Option<Target>, LlmError> {
-        if !self.step_kernels.attention || self.context > attention_step::MAX_CONTEXT {
+        if !self.step_kernels.attention || self.context > attention_step::FAST_CONTEXT {
             return Ok(None);
         }
         use cells::attention::{ATTEND_KEY, SCORES_KEY, SOFTMAX_KEY};
@@ -584,12 +583,15 @@ impl Engine {
     }
 }
 
-/// Whether kernels with shared memory may run on `client`'s runtime: not on Vulkan through
-/// CubeCL 0.11's SPIR-V, whose code for shared memory is invalid (lavapipe crashes on it; see
-/// `island_runtime::codegen::lowering::launch_hazard`), so no driver's result of it is taken
-/// as the definition's.
-fn shared_memory_exact(client: &Client) -> bool {
-    island_runtime::hardware::device::runtime_name(client) != "wgpu<spirv>"
+/// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA. Not on Vulkan
+/// through CubeCL 0.11's SPIR-V, whose code for shared memory is invalid (lavapipe crashes on
+/// it; see `island_runtime::codegen::lowering::launch_hazard`), so no driver's result of it is
+/// taken as the definition's; not through WGSL, where every `exact::fma` is the 32-bit integer
+/// formulation, inlined: the fused attention did not compile within 120 s on NVIDIA's driver
+/// nor within minutes on lavapipe (2026-12-04); not on the CPU runtime (plane size 1), where a
+/// cube's barrier costs a thread per unit. Elsewhere the unfused kernels run, the same bits.
+fn runs_step_kernels(client: &Client) -> bool {
+    island_runtime::hardware::device::runtime_name(client) == "cuda"
 }
 
 fn runtime(e: island_runtime::cell::CellError) -> LlmError {

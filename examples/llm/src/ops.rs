@@ -308,7 +308,7 @@ pub fn attention_step(
     let (cb, snb) = (l.f32s(cos), l.f32s(sin));
     let step = l.step(pos);
     let bufs = StepBuffers { qkv: &qkvb.0, state: &stb.0, cos: &cb.0, sin: &snb.0, step: &step.0, att: &ab.0 };
-    crate::attention_step::launch(client, shape, bufs, (state.len(), dim, dim + cache), target);
+    crate::attention_step::launch(client, shape, bufs, (state.len(), dim, dim + cache), target)?;
     let all = l.read(&stb)?;
     Ok(Attended { att: l.read(&ab)?, kc: all[dim..dim + cache].to_vec(), vc: all[dim + cache..].to_vec() })
 }
