@@ -583,11 +583,10 @@ impl Engine {
     }
 }
 
-/// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA. Not yet on
-/// Vulkan: published CubeCL 0.11 compiled their shared memory to invalid SPIR-V where a driver
-/// lacks explicit workgroup layouts (lavapipe crashed; `patches/cubecl-spirv.diff` fixes it, and
-/// lavapipe then computes them bit-exact in `llm_ops`), and NVIDIA's driver takes CubeCL's other
-/// layout, which nothing here has shown exact; not through WGSL, where every `exact::fma` is the 32-bit integer
+/// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA. Not on Vulkan
+/// through CubeCL 0.11's SPIR-V, whose code for shared memory is invalid (lavapipe crashes on
+/// it; see `island_runtime::codegen::lowering::launch_hazard`), so no driver's result of it is
+/// taken as the definition's; not through WGSL, where every `exact::fma` is the 32-bit integer
 /// formulation, inlined: the fused attention did not compile within 120 s on NVIDIA's driver
 /// nor within minutes on lavapipe (2026-12-04); not on the CPU runtime (plane size 1), where a
 /// cube's barrier costs a thread per unit. Elsewhere the unfused kernels run, the same bits.

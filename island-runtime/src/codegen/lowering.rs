@@ -249,12 +249,10 @@ pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -
 
 /// Why `lifted` must not run on `client` with `target`, if it must not.
 ///
-/// Published CubeCL 0.11's SPIR-V compiler emits invalid code for shared memory where a driver
-/// lacks explicit workgroup layouts (an access chain on a pointer to a pointer). Mesa's lavapipe
-/// segfaults on it, taking the process with it, so on lavapipe (adapter `llvmpipe`) a kernel
-/// whose SPIR-V declares workgroup memory is refused with this reason instead of launched. The
-/// workspace builds a fixed `cubecl-spirv` (`patches/cubecl-spirv.diff`); the refusal stays until
-/// the kernels it kept from lavapipe are conformed there. Other Vulkan drivers run such kernels: NVIDIA's does
+/// CubeCL 0.11's SPIR-V compiler emits invalid code for shared memory (an access chain on a
+/// pointer to a pointer). Mesa's lavapipe segfaults on it, taking the process with it, so on
+/// lavapipe (adapter `llvmpipe`) a kernel whose SPIR-V declares workgroup memory is refused
+/// with this reason instead of launched. Other Vulkan drivers run such kernels: NVIDIA's does
 /// (`docs/conformance.md`), and a crash elsewhere is to be recorded per device, not assumed.
 ///
 /// Nor is a kernel launched whose inputs or value are of a type the runtime reports no support
