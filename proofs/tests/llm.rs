@@ -52,6 +52,7 @@ pub fn trials() -> Vec<Trial> {
         [
             Trial::test("examples::llm::tokenizer_splits_digits_and_keeps_control_tokens", tokenizer),
             Trial::test("examples::llm::exp_matches_its_definition_at_the_edges", exp_edges),
+            Trial::test("examples::llm::argmax_is_the_first_largest_logit", argmax),
             Trial::test("examples::llm::bad_model_files_are_errors", bad_files),
             Trial::test("examples::llm::malformed_recorded_runs_are_errors", bad_records),
         ]
@@ -293,6 +294,55 @@ fn tokenizer() -> Result<(), Failed> {
     Ok(())
 }
 
+/// [`generate::argmax`] (16 lanes, then the first index of the maximum) against its definition
+/// walked in order: ties inside a chunk, across chunks and in the tail, NaN (at the start, where
+/// a walk that compares with its first value would let it win), every value NaN, ±0, ±∞, and
+/// lengths around the lane count.
+fn argmax() -> Result<(), Failed> {
+    fn walk(v: &[f32]) -> u32 {
+        let mut best: Option<usize> = None;
+        for (i, &x) in v.iter().enumerate() {
+            if !x.is_nan() && best.is_none_or(|b| x > v[b]) {
+                best = Some(i);
+            }
+        }
+        best.unwrap_or(0) as u32
+    }
+    let mut cases: Vec<Vec<f32>> = vec![
+        vec![],
+        vec![f32::NAN],
+        vec![f32::NAN; 40],
+        vec![f32::NAN, 1.0, 3.0, 3.0],
+        vec![-0.0, 0.0, -0.0],
+        vec![0.0, -0.0],
+        vec![f32::NEG_INFINITY; 33],
+        vec![f32::NEG_INFINITY, f32::NAN, f32::NEG_INFINITY],
+        vec![1.0, f32::INFINITY, 2.0, f32::INFINITY],
+        (0..17).map(|i| if i == 16 { 5.0 } else { 1.0 }).collect(),
+        (0..40).map(|i| if i == 7 || i == 39 { 2.0 } else { 1.0 }).collect(),
+    ];
+    let mut seed = 0x2026_1204_u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) as u32
+    };
+    for len in [1, 15, 16, 17, 31, 32, 33, 47, 100, 49152] {
+        for _ in 0..20 {
+            // Few distinct values, so that ties are common; now and then a NaN.
+            let v: Vec<f32> =
+                (0..len).map(|_| if next() % 50 == 0 { f32::NAN } else { (next() % 9) as f32 - 4.0 }).collect();
+            cases.push(v);
+        }
+    }
+    for v in &cases {
+        let (got, want) = (generate::argmax(v), walk(v));
+        if got != want {
+            return Err(format!("argmax of {} values gave {got}, the first largest is {want}", v.len()).into());
+        }
+    }
+    Ok(())
+}
+
 /// The kernel `exp` against [`island_llm::math::exp_host`] on the values where it changes
 /// regime: NaN, ±∞, the overflow and underflow thresholds and their neighbours, the subnormal
 /// flush, zero of both signs, reduction boundaries `k·ln2 ± ½ulp`, and a sweep.
@@ -398,6 +448,7 @@ fn bad_records() -> Result<(), Failed> {
         steps: vec![step(7, 0xab), step(8, 0x0f)],
         prefill: Default::default(),
         decode: Default::default(),
+        host: Default::default(),
     };
     let text = record::format(&run);
     let back = record::parse(&text)?;

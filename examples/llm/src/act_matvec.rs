@@ -14,7 +14,7 @@
 //! [`qmatvec`]: crate::kernels::qmatvec
 
 use crate::fused::pack;
-use crate::kernels::{MatvecShape, UNROLL, block_acc, grid, inv_rms, swiglu_value, unit};
+use crate::kernels::{MatvecShape, UNROLL, block_acc, grid, inv_rms, swiglu_of, unit};
 use crate::lanes::{self, LANES_8, LANES_32};
 use crate::quant::{BLOCK, QuantType};
 use cubecl::prelude::*;
@@ -83,6 +83,27 @@ pub fn act_qmatvec(
             load_block(w, d, m, r, b, &mut w0s, &mut w1s, &mut wss, &mut wms, t, shape);
         }
     }
+    // Every source value of the unit's words, loaded before any arithmetic: loads after a
+    // branch (the norm's shuffles, an exponential's range checks) are not issued ahead of it.
+    let rounds = comptime!(words.div_ceil(UNITS as usize));
+    let mut xs = Array::<f32>::new(comptime!(4 * rounds));
+    let mut ys = Array::<f32>::new(comptime!(4 * rounds));
+    #[unroll]
+    for round in 0..rounds {
+        let word = min(round * comptime!(UNITS as usize) + UNIT_POS as usize, words - 1);
+        #[unroll]
+        for j in 0..4usize {
+            let i = 4 * word + j;
+            xs[4 * round + j] = src[i];
+            if comptime!(act == Act::Norm) {
+                ys[4 * round + j] = norm[i];
+            } else if comptime!(act == Act::Swiglu) {
+                ys[4 * round + j] = src[n + i];
+            } else {
+                ys[4 * round + j] = 0.0f32;
+            }
+        }
+    }
     let mut inv = 1.0f32;
     if comptime!(act == Act::Norm) {
         inv = inv_rms(src, 0, eps, n, norm_width, target);
@@ -90,20 +111,20 @@ pub fn act_qmatvec(
     // One unit a word, in rounds of the cube's units: a block's 8 words are 8 aligned units of
     // one round. Units past the last word take part in the exchanges on it and store nothing.
     #[unroll]
-    for round in 0..comptime!(words.div_ceil(UNITS as usize)) {
+    for round in 0..rounds {
         let at = round * comptime!(UNITS as usize) + UNIT_POS as usize;
         let word = min(at, words - 1);
         let mut v = Array::<f32>::new(4usize);
         let mut amax = 0.0f32;
         #[unroll]
         for j in 0..4usize {
-            let i = 4 * word + j;
+            let (x, y) = (xs[4 * round + j], ys[4 * round + j]);
             if comptime!(act == Act::Norm) {
-                v[j] = src[i] * inv * norm[i];
+                v[j] = x * inv * y;
             } else if comptime!(act == Act::Swiglu) {
-                v[j] = swiglu_value(src, 0, i, n, target);
+                v[j] = swiglu_of(x, y, target);
             } else {
-                v[j] = src[i];
+                v[j] = x;
             }
         }
         #[unroll]

@@ -14,8 +14,8 @@
 //! - the maximum is taken lane by lane, then across lanes. A maximum does not depend on its
 //!   order but for the sign of a zero maximum, and `s − (+0)` and `s − (−0)` differ only for
 //!   `s = ±0`, where [`exp`] of either zero is 1: the probabilities are the same bits;
-//! - each output is the lane sum on [`LANES_8`] lanes of `fma(p, v, acc)`, one unit a lane,
-//!   its tree added pairwise.
+//! - each output is the lane sum on [`LANES_8`] lanes of `fma(p, v, acc)`, one unit a lane of
+//!   two dimensions, its tree added pairwise.
 //!
 //! [`rope_store`]: crate::kernels::rope_store
 //! [`scores`]: crate::kernels::scores
@@ -36,8 +36,8 @@ use island_runtime::prelude::*;
 /// sums one lane of two dimensions), and WebGPU's default limit of a workgroup.
 pub const UNITS: u32 = 256;
 
-/// Terms a lane's loop takes at a time (their loads in flight together).
-const DEPTH: usize = 8;
+/// Positions the weighted sum's loop takes at a time (two loads each, all in flight together).
+const DEPTH: usize = 16;
 
 /// The most positions a cache may hold for [`attention_step`]: its scores live in the cube's
 /// shared memory (8 KiB), within WebGPU's default 16 KiB of it.
@@ -139,19 +139,12 @@ pub fn attention_step(
     }
     sync_cube();
 
-    // The maximum: each lane's, then across the lanes. The lanes' loops take `DEPTH` terms at
-    // a time, their loads and exponentials independent, their sums still in order.
+    // The maximum: each lane's, then across the lanes.
     let lanes32 = comptime!(LANES_32 as usize);
     if u < lanes32 {
-        let terms = (n + lanes32 - 1 - u) / lanes32;
         let mut m = f32::reinterpret(0xff80_0000u32);
-        for c in 0..(terms + DEPTH - 1) / DEPTH {
-            #[unroll]
-            for k in 0..DEPTH {
-                // Past the lane's last term, its first again: the maximum is the same.
-                let t = select(DEPTH * c + k < terms, DEPTH * c + k, 0);
-                m = max(m, ps[u + lanes32 * t]);
-            }
+        for t in 0..(n + lanes32 - 1 - u) / lanes32 {
+            m = max(m, ps[u + lanes32 * t]);
         }
         lane_values[u] = m;
     }
@@ -163,21 +156,15 @@ pub fn attention_step(
     }
     sync_cube();
 
-    // The exponentials, in place, and their lane sum; then the probabilities.
+    // The exponentials, in place, and their lane sum (one term at a time: no loads to overlap,
+    // and an exponential's range checks are branches); then the probabilities.
     if u < lanes32 {
-        let terms = (n + lanes32 - 1 - u) / lanes32;
         let mut sum = 0.0f32;
-        for c in 0..(terms + DEPTH - 1) / DEPTH {
-            #[unroll]
-            for k in 0..DEPTH {
-                let live = DEPTH * c + k < terms;
-                let j = u + lanes32 * select(live, DEPTH * c + k, 0);
-                let e = exp(ps[j] - m, target);
-                if live {
-                    ps[j] = e;
-                }
-                sum = select(live, sum + e, sum);
-            }
+        for t in 0..(n + lanes32 - 1 - u) / lanes32 {
+            let j = u + lanes32 * t;
+            let e = exp(ps[j] - m, target);
+            ps[j] = e;
+            sum += e;
         }
         lane_values[u] = sum;
     }
@@ -195,11 +182,13 @@ pub fn attention_step(
     }
     sync_cube();
 
-    // The weighted sum: unit `u` sums lane `u % 8` of dimensions `u / 8` and `u / 8 + 32`,
-    // `DEPTH` positions at a time.
+    // The weighted sum: unit `u` sums lane `u / 32` of dimensions `u % 32` and `u % 32 + 32`
+    // (a plane's loads are one row's consecutive values), `DEPTH` positions at a time. Every
+    // load is made, the current position's too, and the rotation's value selected after: loads
+    // under a condition are not issued ahead of the sums before them.
     let lanes8 = comptime!(LANES_8 as usize);
-    let lane = u % lanes8;
-    let d0 = u / lanes8;
+    let lane = u / half;
+    let d0 = u % half;
     let d1 = d0 + half;
     let (now0, now1) = (qkv[v_src + d0], qkv[v_src + d1]);
     let cache = values as usize + g * hd;
@@ -207,19 +196,22 @@ pub fn attention_step(
     let mut acc0 = 0.0f32;
     let mut acc1 = 0.0f32;
     for c in 0..(terms + DEPTH - 1) / DEPTH {
+        let mut c0 = Array::<f32>::new(DEPTH);
+        let mut c1 = Array::<f32>::new(DEPTH);
+        #[unroll]
+        for k in 0..DEPTH {
+            let j = lane + lanes8 * select(DEPTH * c + k < terms, DEPTH * c + k, 0);
+            c0[k] = state[cache + j * kv_dim + d0];
+            c1[k] = state[cache + j * kv_dim + d1];
+        }
         #[unroll]
         for k in 0..DEPTH {
             let live = DEPTH * c + k < terms;
             let j = lane + lanes8 * select(live, DEPTH * c + k, 0);
-            let mut v0 = now0;
-            let mut v1 = now1;
-            if j != pos {
-                v0 = state[cache + j * kv_dim + d0];
-                v1 = state[cache + j * kv_dim + d1];
-            }
+            let now = j == pos;
             let p = ps[j];
-            acc0 = select(live, exact::fma(p, v0, acc0, target), acc0);
-            acc1 = select(live, exact::fma(p, v1, acc1, target), acc1);
+            acc0 = select(live, exact::fma(p, select(now, now0, c0[k]), acc0, target), acc0);
+            acc1 = select(live, exact::fma(p, select(now, now1, c1[k]), acc1, target), acc1);
         }
     }
     parts[d0 * lanes8 + lane] = acc0;

@@ -35,6 +35,7 @@ use cubecl::client::Graph;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
+use std::time::{Duration, Instant};
 
 /// A quantized matrix on the device.
 struct DeviceMatrix {
@@ -298,6 +299,43 @@ impl Engine {
         }
         self.run(Part::Head, token)?;
         Ok(Some(self.read_logits(&self.scratch.logits, 1)?.remove(0)))
+    }
+
+    /// The device's own time for a step: the recorded step (layers and logits) replayed `reps`
+    /// times back to back for `token` at the next position, nothing read between, after one
+    /// replay. `None` where the step is not replayed. The position does not advance: the next
+    /// step writes the same cache slot again, so the sequence is as it was.
+    pub fn device_step_time(&mut self, token: u32, reps: u32) -> Result<Option<Duration>, LlmError> {
+        let recorded = self.replays.iter().all(|r| matches!(r, Replay::Recorded(_)));
+        if !recorded || reps == 0 || self.pos >= self.context {
+            return Ok(None);
+        }
+        self.write_step(&[token])?;
+        let sync = |e: &Self| {
+            island_runtime::readback::read(&e.client, e.scratch.step.clone())
+                .map_err(|e| LlmError::Runtime(e.to_string()))
+        };
+        self.run(Part::Layers, token)?;
+        self.run(Part::Head, token)?;
+        sync(self)?;
+        let start = Instant::now();
+        for _ in 0..reps {
+            self.run(Part::Layers, token)?;
+            self.run(Part::Head, token)?;
+        }
+        sync(self)?;
+        Ok(Some(start.elapsed() / reps))
+    }
+
+    /// [`Engine::step`] with logits, calling `meanwhile` once the step is enqueued and before
+    /// its logits are read: host work that overlaps the device's.
+    pub fn step_then(&mut self, token: u32, meanwhile: &mut dyn FnMut()) -> Result<Vec<f32>, LlmError> {
+        self.write_step(&[token])?;
+        self.run(Part::Layers, token)?;
+        self.pos += 1;
+        self.run(Part::Head, token)?;
+        meanwhile();
+        Ok(self.read_logits(&self.scratch.logits, 1)?.remove(0))
     }
 
     /// Runs `tokens` at the next positions, in batches of up to [`Engine::batch`] tokens (the

@@ -577,6 +577,12 @@ pub fn swiglu(gate_up: &[f32], a: &mut [f32], #[comptime] n: usize) {
 /// [`swiglu`]'s value `i` of the pairs from `base`.
 #[cube]
 pub fn swiglu_value(gate_up: &[f32], base: usize, i: usize, #[comptime] n: usize, #[comptime] target: Target) -> f32 {
-    let g = flush(gate_up[base + i]);
-    flush(exact::div(g, 1.0f32 + exp(-g, target), target) * flush(gate_up[base + n + i]))
+    swiglu_of(gate_up[base + i], gate_up[base + n + i], target)
+}
+
+/// SwiGLU of a gate value `g` and its up projection's value `up`.
+#[cube]
+pub fn swiglu_of(g: f32, up: f32, #[comptime] target: Target) -> f32 {
+    let g = flush(g);
+    flush(exact::div(g, 1.0f32 + exp(-g, target), target) * flush(up))
 }

@@ -73,6 +73,10 @@ struct Args {
     /// compiler's.
     #[arg(long)]
     warmup: bool,
+    /// Hash each step's logits before the next step is enqueued, not while it runs (to measure
+    /// what the overlap saves). The bytes are the same.
+    #[arg(long)]
+    serial_host: bool,
     /// Print nothing per step (only the summary).
     #[arg(long)]
     quiet: bool,
@@ -188,7 +192,11 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         generate::generate(&mut engine, &prompt, 2, None, |_, _| {})?;
         engine.reset();
     }
-    let ours = generate::generate(&mut engine, &prompt, args.tokens, stop, |_, _| {})?;
+    let ours = if args.serial_host {
+        generate::generate(&mut generate::Serial(&mut engine), &prompt, args.tokens, stop, |_, _| {})?
+    } else {
+        generate::generate(&mut engine, &prompt, args.tokens, stop, |_, _| {})?
+    };
     // The text, then the per-step hashes (printed after the run, not to time the printing).
     let text = tok.decode(&[prompt.clone(), ours.tokens()].concat())?;
     println!("{}", &text[shown.len().min(text.len())..]);
@@ -200,7 +208,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
     }
     println!("steps: {}", engine.replay_state());
     println!(
-        "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}: {:.1} tokens/s{}), decode {:.1} tokens/s ({} tokens), {} characters",
+        "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}: {:.1} tokens/s{}), decode {:.1} tokens/s ({} tokens; the host's own work {:.0} µs a token, {}), {} characters",
         args.runtime.as_str(),
         ours.prefill.as_secs_f64() * 1e3,
         prompt.len(),
@@ -208,8 +216,23 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         if args.warmup { ", warm" } else { ", compiling included" },
         ours.tokens_per_second(),
         ours.steps.len(),
+        ours.host_per_token().as_secs_f64() * 1e6,
+        if args.serial_host { "between steps" } else { "while the next step runs" },
         shown.len()
     );
+    if let Some(&last) = ours.tokens().last()
+        && ours.steps.len() > 1
+        && let Some(device) = engine.device_step_time(last, 100)?
+    {
+        let token = ours.decode.as_secs_f64() / (ours.steps.len() - 1) as f64;
+        let device = device.as_secs_f64();
+        println!(
+            "a token: {:.0} µs; the step on the device alone {:.0} µs (replayed 100 times back to back), the host's path between steps {:.0} µs",
+            token * 1e6,
+            device * 1e6,
+            (token - device) * 1e6
+        );
+    }
     let mut ok = true;
     if args.compare.as_deref() == Some("float") {
         float_report(&model, &ours);

@@ -62,7 +62,13 @@ pub fn format(g: &Generation) -> String {
 pub fn parse(text: &str) -> Result<Generation, serde_json::Error> {
     let file: File = serde_json::from_str(text)?;
     let steps = file.steps.into_iter().map(|s| Step { token: s.token, hash: s.sha256.0, logits: Vec::new() }).collect();
-    Ok(Generation { prompt: file.prompt, steps, prefill: Default::default(), decode: Default::default() })
+    Ok(Generation {
+        prompt: file.prompt,
+        steps,
+        prefill: Default::default(),
+        decode: Default::default(),
+        host: Default::default(),
+    })
 }
 
 pub fn write(path: &Path, g: &Generation) -> Result<(), LlmError> {
