@@ -475,5 +475,12 @@ fn bad_records() -> Result<(), Failed> {
     if record::parse(&text.replacen("\"token\": 8", "\"token\": 4294967296", 1)).is_ok() {
         return Err("a token past u32 was accepted".into());
     }
+    // A missing file is named as the recorded run it should be, not as a model file.
+    let missing = std::env::temp_dir().join("islands-no-such-run.json");
+    match record::read(&missing) {
+        Ok(_) => return Err("a missing recorded run was read".into()),
+        Err(e) if e.to_string().contains("recorded run") && e.to_string().contains("islands-no-such-run.json") => {}
+        Err(e) => return Err(format!("a missing recorded run: the error `{e}` does not name it as one").into()),
+    }
     Ok(())
 }

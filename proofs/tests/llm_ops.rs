@@ -42,7 +42,7 @@ const SHAPE: AttnShape = AttnShape { heads: 9, kv_heads: 3, context: 64 };
 type Check = fn(&cubecl::prelude::Client, Target) -> Result<(), Failed>;
 
 pub fn trials() -> Vec<Trial> {
-    let checks: [(&str, Check); 13] = [
+    let checks: [(&str, Check); 14] = [
         ("rmsnorm", rmsnorm),
         ("matvec_q8_0", |c, t| matvec(c, t, QuantType::Q8_0)),
         ("matvec_q4_1", |c, t| matvec(c, t, QuantType::Q4_1)),
@@ -56,6 +56,7 @@ pub fn trials() -> Vec<Trial> {
         ("act_matvec_q8_0", |c, t| act_matvec(c, t, QuantType::Q8_0)),
         ("act_matvec_q4_1", |c, t| act_matvec(c, t, QuantType::Q4_1)),
         ("attention_step", attention_step),
+        ("choose", choose),
     ];
     let mut runtimes = vec![RuntimeName::Cpu];
     runtimes.extend(proofs::conformance_runtimes().unwrap_or_default());
@@ -76,7 +77,7 @@ pub fn trials() -> Vec<Trial> {
                 // A one-token step's fused kernels run on the CPU runtime here and on CUDA in the
                 // engine (`island_llm::engine`: not through SPIR-V's shared memory, which crashes
                 // lavapipe, nor through WGSL, where they do not compile in bounded time).
-                let step = name.starts_with("act_matvec") || name == "attention_step";
+                let step = name.starts_with("act_matvec") || name == "attention_step" || name == "choose";
                 if step && !matches!(r, RuntimeName::Cpu | RuntimeName::Device(Backend::Cuda)) {
                     continue;
                 }
@@ -559,6 +560,60 @@ fn attention_step(client: &cubecl::prelude::Client, target: Target) -> Result<()
         same_bits(&format!("{at}: the outputs"), &got.att, &want)?;
         same_bits(&format!("{at}: the key cache"), &got.kc, &kc_want)?;
         same_bits(&format!("{at}: the value cache"), &got.vc, &vc_want)?;
+    }
+    Ok(())
+}
+
+/// The token chosen on the device ([`island_llm::choose`]) against [`generate::argmax`] on
+/// logits that decide it: the largest at either end, in the last round's clamped tail and in
+/// each unit's last term; ties inside a unit, across units and across the tree's halves; `+0`
+/// against `−0`; NaN everywhere but one value, NaN everywhere, and `−∞` everywhere; random
+/// vectors with few distinct values (ties common). The position advances by one each time.
+fn choose(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed> {
+    use cubecl::prelude::*;
+    use island_llm::generate;
+    use island_llm::kernels::slots;
+    let vocab = 49_152 + 7;
+    let mut cases: Vec<Vec<f32>> = Vec::new();
+    let flat = |v: f32| vec![v; vocab];
+    let with = |base: f32, at: &[(usize, f32)]| {
+        let mut v = vec![base; vocab];
+        for &(i, x) in at {
+            v[i] = x;
+        }
+        v
+    };
+    for at in [0, 1, 255, 256, 1023, 1024, vocab - 8, vocab - 1] {
+        cases.push(with(1.0, &[(at, 2.0)]));
+    }
+    cases.push(with(1.0, &[(3, 2.0), (3 + 1024, 2.0), (vocab - 1, 2.0)]));
+    cases.push(with(1.0, &[(vocab - 1, 2.0), (vocab - 2, 2.0)]));
+    cases.push(with(-1.0, &[(700, 0.0), (5, -0.0)]));
+    cases.push(with(-1.0, &[(5, -0.0), (700, 0.0)]));
+    cases.push(with(f32::NAN, &[(4000, -3.0)]));
+    cases.push(flat(f32::NAN));
+    cases.push(flat(f32::NEG_INFINITY));
+    cases.push(with(f32::NEG_INFINITY, &[(0, f32::NAN), (9, f32::NEG_INFINITY)]));
+    let mut rng = Rng::new(0x2026_1204);
+    for _ in 0..4 {
+        cases.push((0..vocab).map(|_| rng.below(5) as f32).collect());
+    }
+    let step = client.create_from_slice(u32::as_bytes(&[7, 8, 0]));
+    for (k, logits) in cases.iter().enumerate() {
+        let h = client.create_from_slice(f32::as_bytes(logits));
+        island_llm::choose::launch(client, &h, &step, vocab, target)?;
+        let got = u32::from_bytes(&client.read_one(step.clone())?).to_vec();
+        let want = generate::argmax(logits);
+        let pos = 8 + k as u32;
+        if got[slots::TOKEN] != want || got[slots::POS] != pos || got[slots::N] != pos + 1 {
+            return Err(format!(
+                "case {k}: the device chose {} at position {}, n {}; the first largest is {want}, position {pos}",
+                got[slots::TOKEN],
+                got[slots::POS],
+                got[slots::N]
+            )
+            .into());
+        }
     }
     Ok(())
 }

@@ -23,6 +23,7 @@
 use crate::act_matvec::{self, Act, ActBuffers};
 use crate::attention_step::{self, StepBuffers};
 use crate::cells;
+use crate::choose;
 use crate::error::LlmError;
 use crate::fused;
 use crate::kernels::{AttnShape, MatvecShape, slots};
@@ -35,6 +36,8 @@ use cubecl::client::Graph;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 /// A quantized matrix on the device.
@@ -90,13 +93,30 @@ struct Scratch {
     step: Handle,
 }
 
-/// The two parts of a step, each launched, or recorded once and replayed.
+/// The parts of a step, each launched, or recorded once and replayed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
     /// The embedding and every layer: the caches take the token's key and value.
     Layers,
     /// The final norm and the logits.
     Head,
+    /// The next token chosen from the logits, and the position advanced, in the step buffer
+    /// ([`crate::choose`]): only where two steps are in flight ([`Engine::submit`]).
+    Choose,
+}
+
+/// A read of a step's logits and step buffer, enqueued behind the step.
+type PendingRead = Pin<Box<dyn Future<Output = Result<Vec<Bytes>, cubecl::server::ServerError>> + Send>>;
+
+/// A step enqueued by [`Engine::submit`], to be waited for with [`Engine::collect`].
+#[must_use = "a submitted step's logits are collected"]
+pub enum Submitted {
+    /// Read behind the step, on a runtime whose reads copy at the point they are enqueued
+    /// (CUDA: into pinned host memory on the step's stream).
+    Pending(PendingRead),
+    /// Read already: the CPU runtime's reads are views of its memory, which the next step
+    /// overwrites, so they are copied as the step is submitted.
+    Ready(Vec<Vec<u8>>),
 }
 
 /// How a part of a step runs.
@@ -113,7 +133,9 @@ enum Replay {
 /// The model on a device, ready to run a sequence of up to `context` positions.
 pub struct Engine {
     /// The recorded parts (dropped before the buffers they name), layers then head.
-    replays: [Replay; 2],
+    replays: [Replay; 3],
+    /// See [`Engine::reader`].
+    reader: Option<&'static Client>,
     client: Client,
     target: Target,
     config: Config,
@@ -218,7 +240,8 @@ impl Engine {
             step: client.create_from_slice(u32::as_bytes(&vec![0; slots::len(b)])),
         };
         Ok(Engine {
-            replays: [Replay::Untried, Replay::Untried],
+            replays: [Replay::Untried, Replay::Untried, Replay::Untried],
+            reader: None,
             client: client.clone(),
             target,
             config: c,
@@ -281,7 +304,8 @@ impl Engine {
             Replay::Recorded(_) => "replayed".to_string(),
             Replay::Launched(why) => format!("launched ({why})"),
         };
-        format!("layers {}, logits {}", part(&self.replays[0]), part(&self.replays[1]))
+        let [layers, head, choice] = &self.replays;
+        format!("layers {}, logits {}, choice {}", part(layers), part(head), part(choice))
     }
 
     /// Tokens a batch holds at most.
@@ -306,7 +330,7 @@ impl Engine {
     /// replay. `None` where the step is not replayed. The position does not advance: the next
     /// step writes the same cache slot again, so the sequence is as it was.
     pub fn device_step_time(&mut self, token: u32, reps: u32) -> Result<Option<Duration>, LlmError> {
-        let recorded = self.replays.iter().all(|r| matches!(r, Replay::Recorded(_)));
+        let recorded = self.replays[..2].iter().all(|r| matches!(r, Replay::Recorded(_)));
         if !recorded || reps == 0 || self.pos >= self.context {
             return Ok(None);
         }
@@ -325,6 +349,66 @@ impl Engine {
         }
         sync(self)?;
         Ok(Some(start.elapsed() / reps))
+    }
+
+    /// Enqueues a one-token step at the next position, without waiting for it: of `token`
+    /// (written into the step buffer by the host), or with `None` of the token the last
+    /// submitted step chose on the device. The step's logits and its own choice of the next
+    /// token are read back behind it; [`Engine::collect`] waits for them. Each step submitted
+    /// advances the position; [`Engine::rewind`] takes back one that is not used.
+    pub fn submit(&mut self, token: Option<u32>) -> Result<Submitted, LlmError> {
+        match token {
+            Some(t) => self.write_step(&[t])?,
+            None if self.pos >= self.context => {
+                return Err(LlmError::Setting(format!("the sequence is full: {} positions", self.context)));
+            }
+            None => {}
+        }
+        let t = token.unwrap_or(0);
+        self.run(Part::Layers, t)?;
+        self.run(Part::Head, t)?;
+        self.run(Part::Choose, t)?;
+        self.pos += 1;
+        let handles = vec![self.scratch.logits.clone(), self.scratch.step.clone()];
+        let client = self.reader();
+        let read = catch_unwind(AssertUnwindSafe(|| Box::pin(client.read_async(handles)) as PendingRead))
+            .map_err(|p| LlmError::Runtime(island_runtime::readback::panic_text(&p)))?;
+        if island_runtime::hardware::device::runtime_name(&self.client) == "cpu" {
+            return Ok(Submitted::Ready(wait(read)?));
+        }
+        Ok(Submitted::Pending(read))
+    }
+
+    /// The client reads behind a step are enqueued from. A read's future borrows its client and
+    /// outlives this call, so this is a clone that lives as long as the process, made at the
+    /// engine's first [`Engine::submit`] (one a pipelining engine; CubeCL's clients are handles
+    /// to a device the process keeps anyway).
+    fn reader(&mut self) -> &'static Client {
+        self.reader.get_or_insert_with(|| Box::leak(Box::new(self.client.clone())))
+    }
+
+    /// Waits for a submitted step: its logits, and the token it chose on the device.
+    pub fn collect(&self, s: Submitted) -> Result<(Vec<f32>, u32), LlmError> {
+        let bytes = match s {
+            Submitted::Pending(read) => wait(read)?,
+            Submitted::Ready(bytes) => bytes,
+        };
+        let vocab = self.config.vocab;
+        let logits = f32::from_bytes(&bytes[0])[..vocab].to_vec();
+        let chosen = u32::from_bytes(&bytes[1])[slots::TOKEN];
+        Ok((logits, chosen))
+    }
+
+    /// Whether [`crate::generate`] keeps two steps in flight on this engine (see
+    /// [`Engine::submit`]; CUDA and the CPU runtime).
+    pub fn pipelines(&self) -> bool {
+        pipelines(&self.client)
+    }
+
+    /// Takes back the last submitted step's position (a step run ahead whose token is not
+    /// used): the next step writes its cache slot again.
+    pub fn rewind(&mut self) {
+        self.pos = self.pos.saturating_sub(1);
     }
 
     /// [`Engine::step`] with logits, calling `meanwhile` once the step is enqueued and before
@@ -455,8 +539,10 @@ impl Engine {
     fn launch(&self, part: Part, tokens: usize, token: u32) -> Result<(), LlmError> {
         let c = self.config;
         let (client, t, sc) = (&self.client, self.target, &self.scratch);
-        if part == Part::Head {
-            return self.norm_matvec(&self.output_norm, &self.embedding, &sc.logits, tokens);
+        match part {
+            Part::Head => return self.norm_matvec(&self.output_norm, &self.embedding, &sc.logits, tokens),
+            Part::Choose => return choose::launch(client, &sc.logits, &sc.step, c.vocab, t),
+            Part::Layers => {}
         }
         let kv = c.kv_dim();
         let attn = (AttnShape { heads: c.heads, kv_heads: c.kv_heads, context: self.context }, tokens);
@@ -628,8 +714,27 @@ impl Engine {
 /// formulation, inlined: the fused attention did not compile within 120 s on NVIDIA's driver
 /// nor within minutes on lavapipe (2026-12-04); not on the CPU runtime (plane size 1), where a
 /// cube's barrier costs a thread per unit. Elsewhere the unfused kernels run, the same bits.
+/// Whether [`crate::generate`] keeps two steps in flight on this engine ([`Engine::submit`]):
+/// on CUDA, where it takes the host's path off the device's time, and on the CPU runtime, where
+/// the checks run the same loop (its reads are views, copied as each step is submitted, so
+/// there it gains nothing). Not through wgpu: [`crate::choose`] takes its maximum in shared
+/// memory, which CubeCL's SPIR-V does not declare so that lavapipe runs it
+/// (`runs_step_kernels`).
+fn pipelines(client: &Client) -> bool {
+    matches!(island_runtime::hardware::device::runtime_name(client), "cuda" | "cpu")
+}
+
 fn runs_step_kernels(client: &Client) -> bool {
     island_runtime::hardware::device::runtime_name(client) == "cuda"
+}
+
+/// Waits for a read, its bytes copied out of the runtime's.
+fn wait(read: PendingRead) -> Result<Vec<Vec<u8>>, LlmError> {
+    match catch_unwind(AssertUnwindSafe(|| cubecl::future::block_on(read))) {
+        Ok(Ok(bytes)) => Ok(bytes.iter().map(|b| b.to_vec()).collect()),
+        Ok(Err(e)) => Err(LlmError::Runtime(e.to_string())),
+        Err(p) => Err(LlmError::Runtime(island_runtime::readback::panic_text(&p))),
+    }
 }
 
 fn runtime(e: island_runtime::cell::CellError) -> LlmError {

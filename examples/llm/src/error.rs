@@ -30,6 +30,9 @@ pub enum LlmError {
     Tokenizer(String),
     #[error("{0}")]
     Setting(String),
+    /// A `--record` file that cannot be written, or an `--expect` file that cannot be read.
+    #[error("cannot {doing} the recorded run {path}: {source}")]
+    RecordFile { path: PathBuf, doing: &'static str, source: std::io::Error },
     /// An `--expect` file that is not a recorded run (serde's message names the line).
     #[error("{path}: not a recorded run: {source}")]
     Record { path: PathBuf, source: serde_json::Error },

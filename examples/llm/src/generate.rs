@@ -1,12 +1,13 @@
 //! Greedy decoding, with a SHA-256 of every step's logits so that two runs (two backends, or a
 //! backend and the plain-Rust reference) can be compared byte for byte.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Submitted};
 use crate::error::LlmError;
 use crate::model_file::hex;
 use crate::reference::Reference;
 use island_runtime::ValueKind;
 use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Something that runs a sequence token by token: the engine on a device, or the reference.
@@ -18,6 +19,12 @@ pub trait Forward {
     /// with [`Forward::forward`]).
     fn prefill(&mut self, tokens: &[u32]) -> Result<(), LlmError> {
         tokens.iter().try_for_each(|&t| self.forward(t, false).map(drop))
+    }
+
+    /// The engine, where it keeps two steps in flight ([`Engine::submit`]: the next token chosen
+    /// on the device); `None` runs one step at a time with [`Forward::forward_then`].
+    fn pipelined(&mut self) -> Option<&mut Engine> {
+        None
     }
 
     /// Runs `token` at the next position and returns the next token's logits, calling
@@ -38,6 +45,10 @@ impl Forward for Engine {
     /// In batches of up to [`Engine::batch`] tokens.
     fn prefill(&mut self, tokens: &[u32]) -> Result<(), LlmError> {
         Engine::prefill(self, tokens, false).map(drop)
+    }
+
+    fn pipelined(&mut self) -> Option<&mut Engine> {
+        self.pipelines().then_some(self)
     }
 
     /// `meanwhile` runs after the step is enqueued, before its logits are read.
@@ -156,18 +167,19 @@ pub fn generate(
     f.prefill(head)?;
     let mut steps = Vec::with_capacity(count);
     let mut host = Duration::ZERO;
-    let mut logits = match count {
-        0 => {
-            return Ok(Generation {
-                prompt: prompt.to_vec(),
-                steps,
-                prefill: start.elapsed(),
-                decode: Duration::ZERO,
-                host,
-            });
-        }
-        _ => f.forward(*last, true)?.expect("logits were asked for"),
-    };
+    if count == 0 {
+        return Ok(Generation {
+            prompt: prompt.to_vec(),
+            steps,
+            prefill: start.elapsed(),
+            decode: Duration::ZERO,
+            host,
+        });
+    }
+    if let Some(engine) = f.pipelined() {
+        return pipelined(engine, (prompt, *last), count, stop, on_step, start);
+    }
+    let mut logits = f.forward(*last, true)?.expect("logits were asked for");
     let prefill = start.elapsed();
     let decode_start = Instant::now();
     for i in 0..count {
@@ -196,6 +208,65 @@ pub fn generate(
         host += spent;
     }
     Ok(Generation { prompt: prompt.to_vec(), steps, prefill, decode: decode_start.elapsed(), host })
+}
+
+/// [`generate`] on an engine with two steps in flight, after the prompt's head (`last` its
+/// last token): each step is enqueued as the one before it starts (its token chosen on the
+/// device), and a step's logits are read, checked against the device's choice, hashed and
+/// handed to `on_step` while the next step computes. Steps enqueued past the end are waited for
+/// and their positions taken back ([`Engine::rewind`]).
+fn pipelined(
+    e: &mut Engine,
+    (prompt, last): (&[u32], u32),
+    count: usize,
+    stop: Option<u32>,
+    mut on_step: impl FnMut(usize, &Step),
+    start: Instant,
+) -> Result<Generation, LlmError> {
+    let mut steps = Vec::with_capacity(count);
+    let mut host = Duration::ZERO;
+    let mut in_flight = VecDeque::from([e.submit(Some(last))?]);
+    if count > 1 {
+        in_flight.push_back(e.submit(None)?);
+    }
+    let (mut prefill, mut decode_start) = (Duration::ZERO, Instant::now());
+    for i in 0..count {
+        let (logits, chosen) = e.collect(in_flight.pop_front().expect("a step in flight for each step"))?;
+        let collected = Instant::now();
+        if i == 0 {
+            (prefill, decode_start) = (start.elapsed(), collected);
+        }
+        let token = argmax(&logits);
+        if token != chosen {
+            drain(e, &mut in_flight)?;
+            return Err(LlmError::Runtime(format!(
+                "step {i}: the device chose token {chosen}, the first largest logit is token {token}"
+            )));
+        }
+        let last_step = i + 1 == count || Some(token) == stop;
+        if last_step {
+            drain(e, &mut in_flight)?;
+        } else if i + 2 < count {
+            in_flight.push_back(e.submit(None)?);
+        }
+        let step = Step { token, hash: hash(&logits), logits };
+        on_step(i, &step);
+        steps.push(step);
+        host += collected.elapsed();
+        if last_step {
+            break;
+        }
+    }
+    Ok(Generation { prompt: prompt.to_vec(), steps, prefill, decode: decode_start.elapsed(), host })
+}
+
+/// Waits for the steps in flight and takes their positions back.
+fn drain(e: &mut Engine, in_flight: &mut VecDeque<Submitted>) -> Result<(), LlmError> {
+    for s in in_flight.drain(..) {
+        e.collect(s)?;
+        e.rewind();
+    }
+    Ok(())
 }
 
 /// How two generations compare, step by step.

@@ -16,6 +16,7 @@
 //! - [`reference`]: the same forward pass in plain Rust, operation for operation ([`rope`]: its
 //!   and the engine's RoPE tables);
 //!   [`float_reference`]: the textbook forward pass in f64, to show the engine is also correct.
+//! - [`choose`]: the next token chosen on the device, so that two steps can be in flight.
 //! - [`generate`]: greedy decoding, logit hashes and the comparison of two runs; [`record`]:
 //!   a run's tokens and hashes as a file.
 
@@ -25,6 +26,7 @@ island_runtime::ledger!();
 pub mod act_matvec;
 pub mod attention_step;
 pub mod cells;
+pub mod choose;
 pub mod deciding;
 pub mod engine;
 pub mod error;

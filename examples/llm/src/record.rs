@@ -72,10 +72,18 @@ pub fn parse(text: &str) -> Result<Generation, serde_json::Error> {
 }
 
 pub fn write(path: &Path, g: &Generation) -> Result<(), LlmError> {
-    std::fs::write(path, format(g)).map_err(|source| LlmError::Read { path: path.to_path_buf(), source })
+    std::fs::write(path, format(g)).map_err(|source| LlmError::RecordFile {
+        path: path.to_path_buf(),
+        doing: "write",
+        source,
+    })
 }
 
 pub fn read(path: &Path) -> Result<Generation, LlmError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LlmError::Read { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| LlmError::RecordFile {
+        path: path.to_path_buf(),
+        doing: "read",
+        source,
+    })?;
     parse(&text).map_err(|source| LlmError::Record { path: path.to_path_buf(), source })
 }
