@@ -111,6 +111,7 @@ fn cpu_equals_reference() -> Result<(), Failed> {
     let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, None, |_, _| {})?;
     agree("the CPU runtime against the reference", &ours, &theirs)?;
     golden(&ours)?;
+    stopped_early(model, &prompt, &theirs)?;
     // Each op and its quantizer as two kernels: the same bits.
     let unfused = run_with(RuntimeName::Cpu, model, &prompt, false)?;
     agree("the CPU runtime, unfused, against the reference", &unfused, &theirs)?;
@@ -435,6 +436,32 @@ fn bad_files() -> Result<(), Failed> {
             Err(e) if e.to_string().contains(needle) => {}
             Err(e) => return Err(format!("{what}: the error `{e}` does not say `{needle}`").into()),
         }
+    }
+    Ok(())
+}
+
+/// A generation that stops at the end-of-sequence token leaves the engine where one step at a
+/// time would (two steps in flight: the one run ahead is taken back), and the next step from
+/// there gives the reference's logits.
+fn stopped_early(model: &Model, prompt: &[u32], theirs: &generate::Generation) -> Result<(), Failed> {
+    let stop = theirs.steps[1].token;
+    let at = theirs.steps.iter().position(|s| s.token == stop).expect("step 1 has the token");
+    let client = RuntimeName::Cpu.client()?;
+    let mut engine = Engine::new(&client, model, (CONTEXT, BATCH), None)?;
+    let run = generate::generate(&mut engine, prompt, STEPS, Some(stop), |_, _| {})?;
+    if run.steps.len() != at + 1 || engine.position() != prompt.len() + at {
+        return Err(format!(
+            "stopped at token {stop}: {} steps and position {}, one step at a time gives {} and {}",
+            run.steps.len(),
+            engine.position(),
+            at + 1,
+            prompt.len() + at
+        )
+        .into());
+    }
+    let next = engine.step(stop, true)?.expect("logits were asked for");
+    if generate::hash(&next) != theirs.steps[at + 1].hash {
+        return Err("after a stop, the next step's logits differ from the reference's".into());
     }
     Ok(())
 }
