@@ -36,6 +36,7 @@ use cubecl::client::Graph;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
+use island_runtime::dispatch::Choice;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
@@ -359,6 +360,11 @@ impl Engine {
     pub fn submit(&mut self, token: Option<u32>) -> Result<Submitted, LlmError> {
         match token {
             Some(t) => self.write_step(&[t])?,
+            None if !self.pipelines() => {
+                return Err(LlmError::Setting(
+                    "a step of the token chosen on the device needs what `Engine::pipelines` names: CUDA or the CPU runtime, and the embedding's twin".into(),
+                ));
+            }
             None if self.pos >= self.context => {
                 return Err(LlmError::Setting(format!("the sequence is full: {} positions", self.context)));
             }
@@ -400,9 +406,18 @@ impl Engine {
     }
 
     /// Whether [`crate::generate`] keeps two steps in flight on this engine (see
-    /// [`Engine::submit`]; CUDA and the CPU runtime).
+    /// [`Engine::submit`]): on CUDA and the CPU runtime, where the embedding runs its twin.
     pub fn pipelines(&self) -> bool {
-        pipelines(&self.client)
+        // The embedding's incumbent takes the token from the host, which does not know it when
+        // the device chose it: only the twin reads it from the step buffer.
+        // (Decided as the embedding's launch will decide it, without logging it as dispatched.)
+        use island_runtime::dispatch;
+        let embed = || -> Option<Choice> {
+            let (forced, keep) = (dispatch::forced().ok()?, dispatch::keep().ok()?);
+            let records = island_runtime::records::embedded::cell_records().ok()?;
+            Some(dispatch::choose_from(&self.client, &cells::embed::KEY, records, forced, keep).0)
+        };
+        pipelines(&self.client) && matches!(embed(), Some(Choice::Twin(_)))
     }
 
     /// Takes back the last submitted step's position (a step run ahead whose token is not
