@@ -316,14 +316,13 @@ impl Engine {
 
     /// Runs `token` at the next position; with `logits`, returns the logits of the next token.
     pub fn step(&mut self, token: u32, logits: bool) -> Result<Option<Vec<f32>>, LlmError> {
+        if logits {
+            return self.step_then(token, &mut || {}).map(Some);
+        }
         self.write_step(&[token])?;
         self.run(Part::Layers, token)?;
         self.pos += 1;
-        if !logits {
-            return Ok(None);
-        }
-        self.run(Part::Head, token)?;
-        Ok(Some(self.read_logits(&self.scratch.logits, 1)?.remove(0)))
+        Ok(None)
     }
 
     /// The device's own time for a step: the recorded step (layers and logits) replayed `reps`
@@ -722,13 +721,6 @@ impl Engine {
     }
 }
 
-/// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA. Not on Vulkan
-/// through CubeCL 0.11's SPIR-V, whose code for shared memory is invalid (lavapipe crashes on
-/// it; see `island_runtime::codegen::lowering::launch_hazard`), so no driver's result of it is
-/// taken as the definition's; not through WGSL, where every `exact::fma` is the 32-bit integer
-/// formulation, inlined: the fused attention did not compile within 120 s on NVIDIA's driver
-/// nor within minutes on lavapipe (2026-12-04); not on the CPU runtime (plane size 1), where a
-/// cube's barrier costs a thread per unit. Elsewhere the unfused kernels run, the same bits.
 /// Whether [`crate::generate`] keeps two steps in flight on this engine ([`Engine::submit`]):
 /// on CUDA, where it takes the host's path off the device's time, and on the CPU runtime, where
 /// the checks run the same loop (its reads are views, copied as each step is submitted, so
@@ -739,6 +731,13 @@ fn pipelines(client: &Client) -> bool {
     matches!(island_runtime::hardware::device::runtime_name(client), "cuda" | "cpu")
 }
 
+/// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA. Not on Vulkan
+/// through CubeCL 0.11's SPIR-V, whose code for shared memory is invalid (lavapipe crashes on
+/// it; see `island_runtime::codegen::lowering::launch_hazard`), so no driver's result of it is
+/// taken as the definition's; not through WGSL, where every `exact::fma` is the 32-bit integer
+/// formulation, inlined: the fused attention did not compile within 120 s on NVIDIA's driver
+/// nor within minutes on lavapipe (2026-12-04); not on the CPU runtime (plane size 1), where a
+/// cube's barrier costs a thread per unit. Elsewhere the unfused kernels run, the same bits.
 fn runs_step_kernels(client: &Client) -> bool {
     island_runtime::hardware::device::runtime_name(client) == "cuda"
 }
