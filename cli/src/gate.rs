@@ -63,19 +63,11 @@ pub enum GateError {
     #[error(transparent)]
     NotADevice(#[from] NotADevice),
     #[error(transparent)]
-    Ledger(#[from] LedgerFileError),
+    Ledger(#[from] embedded::CommittedError),
     #[error(transparent)]
     File(#[from] FileError),
     #[error("the cell registry is inconsistent:\n  {}", .0.join("\n  "))]
     Registry(Vec<String>),
-}
-
-/// A ledger of this build that does not parse.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
-pub struct LedgerFileError {
-    pub path: &'static str,
-    pub source: island_runtime::ledger::ParseError,
 }
 
 pub fn run(args: Args) -> Result<Outcome, GateError> {
@@ -94,18 +86,6 @@ pub fn run(args: Args) -> Result<Outcome, GateError> {
     Ok(run_on(&device, &cpu, &options)?.into())
 }
 
-/// The ledgers of this build, by crate: the file where the crate was built when it is readable
-/// (so successive gate runs accumulate), the embedded copy otherwise.
-pub fn ledgers() -> Result<BTreeMap<&'static str, (PathBuf, Ledger)>, LedgerFileError> {
-    let mut all = BTreeMap::new();
-    for e in embedded::embedded() {
-        let text = std::fs::read_to_string(e.path).unwrap_or_else(|_| e.text.to_string());
-        let parsed = Ledger::parse(&text).map_err(|source| LedgerFileError { path: e.path, source })?;
-        all.insert(e.krate, (PathBuf::from(e.path), parsed));
-    }
-    Ok(all)
-}
-
 pub struct Options {
     pub gate: GateOptions,
     /// Write `<dir>/<crate>.json` instead of each crate's own `ledger.json`.
@@ -121,7 +101,7 @@ pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, 
         .clone()
         .ok_or_else(|| NotADevice(island_runtime::device::runtime_name(device).to_string()))?;
     eprintln!("device: {fingerprint}");
-    let mut ledgers = ledgers()?;
+    let mut ledgers = embedded::committed()?;
     let mut rows = Vec::new();
     let mut failed = 0;
     for &entry in registry::arms() {
@@ -205,7 +185,7 @@ pub fn run_ops(
     if !problems.is_empty() {
         return Err(GateError::Registry(problems));
     }
-    let mut ledgers = ledgers()?;
+    let mut ledgers = embedded::committed()?;
     let mut ok = true;
     let mut rows = Vec::new();
     for registered in cell::ops() {

@@ -5,8 +5,8 @@
 //! islands prove [--runtime cpu|cuda|hip|vulkan|metal|webgpu] [--json] [--lanes N] [--depth D] [--seed S] [FILTER]
 //! islands conform --runtime R      islands probe --runtime R
 //! islands gate --runtime R [--write DIR] [--bit-exact-only] [--ops [--max-values N]] [FILTER]
-//! islands scoreboard --cells [--markdown | --html]
-//! islands scoreboard [--json | --markdown | --html]
+//! islands scoreboard --cells [--format markdown|html]
+//! islands scoreboard [--format json|markdown|html]
 //! islands example NAME --runtime R islands bench --runtime R
 //! islands tensor-core --runtime cuda [--tiles N] [--emulated N] [--sample DIR]
 //! ```

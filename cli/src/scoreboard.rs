@@ -7,9 +7,8 @@
 //! has a record).
 
 use crate::error::Outcome;
-use crate::gate::{LedgerFileError, ledgers};
 use cubecl::prelude::Client;
-use island_runtime::codegen::code_hash::code_hashes;
+use island_runtime::embedded::{self, CommittedError};
 use island_runtime::lowering::Codegen;
 use island_runtime::record::{Decision, Record};
 use island_runtime::runtimes::RuntimeName;
@@ -33,13 +32,9 @@ pub struct Cell {
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long)]
-    json: bool,
-    #[arg(long)]
-    markdown: bool,
-    /// One self-contained HTML page, on stdout.
-    #[arg(long)]
-    html: bool,
+    /// How the table is written, on stdout (`html`: one self-contained page).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
     /// The cells of "verify, then delete" (op × quant type × device) instead of the arms.
     #[arg(long)]
     cells: bool,
@@ -51,7 +46,7 @@ pub enum ScoreboardError {
     #[error(transparent)]
     Client(#[from] island_runtime::runtimes::ClientError),
     #[error(transparent)]
-    Ledger(#[from] LedgerFileError),
+    Ledger(#[from] CommittedError),
     /// The ledgers hold records of a code generator this build lacks, so whether their code is
     /// unchanged cannot be checked.
     #[error(
@@ -62,13 +57,7 @@ pub enum ScoreboardError {
 }
 
 pub fn run(args: Args) -> Result<Outcome, ScoreboardError> {
-    // The first flag given wins, in this order.
-    let format = match (args.json, args.markdown, args.html) {
-        (true, _, _) => Format::Json,
-        (_, true, _) => Format::Markdown,
-        (_, _, true) => Format::Html,
-        _ => Format::Text,
-    };
+    let format = args.format;
     if args.cells {
         let rows = crate::scoreboard_cells::rows()?;
         match format {
@@ -88,6 +77,7 @@ pub fn run(args: Args) -> Result<Outcome, ScoreboardError> {
     Ok(Outcome::Pass)
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
     Json,
@@ -97,7 +87,7 @@ pub enum Format {
 
 /// Every cell: one per (registered arm, device with at least one record).
 pub fn cells(host: &Client) -> Result<(Vec<Fingerprint>, Vec<Cell>), ScoreboardError> {
-    let records: Vec<Record> = ledgers()?.into_values().flat_map(|(_, l)| l.records).collect();
+    let records: Vec<Record> = embedded::committed()?.into_values().flat_map(|(_, l)| l.records).collect();
     // A record is current only if its code hashes again to what it recorded: a build without
     // the record's code generator cannot tell, and must not guess.
     for r in &records {
@@ -141,24 +131,10 @@ fn status_of(
     all: &[Record],
     host: &Client,
 ) -> (&'static str, String) {
-    match code_hashes(entry, &r.device, host) {
-        Ok(now) => {
-            if let Some((what, then, now)) = r.code.changed(&now) {
-                return (
-                    "stale",
-                    format!("{what} ({}) changed since {} (hash {then}, now {now})", r.code.codegen, r.date),
-                );
-            }
-        }
-        Err(e) => return ("stale", format!("the code cannot be hashed: {e}")),
+    if let Some(why) = island_runtime::staleness::arm(entry, r, host) {
+        return ("stale", format!("{why} ({}, gated {})", r.code.codegen, r.date));
     }
-    if let Some(newer) = all.iter().find(|o| {
-        o.island == r.island
-            && o.arm == r.arm
-            && o.device != r.device
-            && o.device.same_device(&r.device)
-            && o.date > r.date
-    }) {
+    if let Some(newer) = island_runtime::staleness::superseded(r, all) {
         return ("stale", format!("driver {} has a newer record", newer.device.driver));
     }
     let speed = |r: &Record| r.speed.as_ref().map(|s| format!("{:.3}× default", s.speedup)).unwrap_or_default();

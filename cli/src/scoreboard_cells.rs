@@ -3,10 +3,9 @@
 //! bit-exactness of every candidate. A record whose twin or incumbent code hashes differently in
 //! this build is `stale`.
 
-use crate::gate::ledgers;
 use island_runtime::Fingerprint;
-use island_runtime::cell;
 use island_runtime::cell_record::{CandidateKind, CellRecord};
+use island_runtime::embedded;
 use std::fmt::Write as _;
 
 /// One cell of the table.
@@ -24,22 +23,6 @@ pub struct Row {
 
 fn key_of(r: &CellRecord) -> String {
     format!("{} {} ({})", r.op, r.quant, r.elems)
-}
-
-/// Why the record is stale in this build, if it is.
-fn stale(r: &CellRecord) -> Option<String> {
-    let Some(op) = cell::ops().into_iter().find(|o| o.op.key.matches(r)) else {
-        return Some("the cell is not registered in this build".into());
-    };
-    if r.hash_of("twin") != Some(cell::twin_hash(op.op).as_str()) {
-        return Some("the twin's code changed since".into());
-    }
-    for inc in cell::incumbents(&op.op.key, Some(&r.device.runtime)) {
-        if r.hash_of(inc.name).is_some_and(|h| h != cell::incumbent_hash(inc)) {
-            return Some(format!("incumbent `{}` changed since", inc.name));
-        }
-    }
-    None
 }
 
 /// The candidates' exactness, over all shapes.
@@ -89,12 +72,12 @@ fn marks(r: &CellRecord) -> String {
 }
 
 /// Every cell record of this build's ledgers, by key then device.
-pub fn rows() -> Result<Vec<Row>, crate::gate::LedgerFileError> {
-    let mut out: Vec<Row> = ledgers()?
+pub fn rows() -> Result<Vec<Row>, embedded::CommittedError> {
+    let mut out: Vec<Row> = embedded::committed()?
         .into_values()
         .flat_map(|(_, l)| l.cells)
         .map(|r| {
-            let (status, figure) = match stale(&r) {
+            let (status, figure) = match island_runtime::staleness::cell(&r) {
                 Some(why) => ("stale".to_string(), why),
                 None => (r.decision.word().to_string(), r.ratio.map_or(String::new(), |x| format!("{x:.2}×"))),
             };

@@ -50,7 +50,7 @@ fn every_record_hashes_as_the_build(crates: &[&str]) -> Result<(), Failed> {
             problems.push(format!("{} `{}` on {}: no registered arm of that name", r.island, r.arm, r.device));
             continue;
         };
-        if let Some(why) = island_runtime::evidence::stale(entry, r, &cpu) {
+        if let Some(why) = island_runtime::staleness::arm(entry, r, &cpu) {
             problems.push(format!("{} `{}` on {}: {why}", r.island, r.arm, r.device));
         }
     }

@@ -142,7 +142,7 @@ fn dispatched() -> Result<(), Failed> {
     let current = cell::incumbent_hash(&MARKER);
     let run =
         |records: &[CellRecord], forced: Option<&Forced>, keep: Keep| -> Result<(&'static str, Vec<u8>), Failed> {
-            let (choice, why) = dispatch::choose_from(&cpu, &key, records, forced, keep);
+            let dispatch::Chosen { choice, why, .. } = dispatch::choose_from(&cpu, &key, records, forced, keep);
             let h: Vec<_> = inputs.iter().map(|b| cpu.create_from_slice(b)).collect();
             let (xq, xd, y) =
                 (cpu.empty(shape.cols), cpu.empty(shape.cols / 32 * 4), cpu.create_from_slice(&[0xff; 32]));
@@ -168,7 +168,11 @@ fn dispatched() -> Result<(), Failed> {
         device: island_runtime::Fingerprint { driver: "another".into(), ..cell::fingerprint(&cpu) },
         ..record(CellDecision::Declined, current.clone(), exact)
     };
-    let cases: [Case; 10] = [
+    let twin_changed = CellRecord {
+        code: vec![("twin".into(), "0".repeat(16)), (MARKER.name.into(), current.clone())],
+        ..record(CellDecision::Declined, current.clone(), exact)
+    };
+    let cases: [Case; 11] = [
         (
             "declined",
             vec![record(CellDecision::Declined, current.clone(), exact)],
@@ -203,6 +207,7 @@ fn dispatched() -> Result<(), Failed> {
             "default",
             &want,
         ),
+        ("declined, the twin changed since", vec![twin_changed], None, Keep::Exact, "default", &want),
         ("no record", vec![], None, Keep::Exact, "default", &want),
         ("declined under another driver", vec![other_driver], None, Keep::Exact, "default", &want),
         (

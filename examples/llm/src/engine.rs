@@ -414,7 +414,7 @@ impl Engine {
         let embed = || -> Option<Choice> {
             let (forced, keep) = (dispatch::forced().ok()?, dispatch::keep().ok()?);
             let records = island_runtime::records::embedded::cell_records().ok()?;
-            Some(dispatch::choose_from(&self.client, &cells::embed::KEY, records, forced, keep).0)
+            Some(dispatch::choose_from(&self.client, &cells::embed::KEY, records, forced, keep).choice)
         };
         pipelines(&self.client) && matches!(embed(), Some(Choice::Twin(_)))
     }

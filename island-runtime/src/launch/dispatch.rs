@@ -49,6 +49,22 @@ impl Choice {
     }
 }
 
+/// What [`choose_from`] decided for a cell: the candidate, the decision of the cell record it
+/// followed (`None` where no record of the device applied, or a setting forced the choice), and
+/// why, in words for the log.
+#[derive(Clone, Debug)]
+pub struct Chosen {
+    pub choice: Choice,
+    pub record: Option<CellDecision>,
+    pub why: String,
+}
+
+impl Chosen {
+    fn new(choice: Choice, record: Option<CellDecision>, why: impl Into<String>) -> Chosen {
+        Chosen { choice, record, why: why.into() }
+    }
+}
+
 /// A forced candidate (`ISLANDS_CANDIDATE`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Forced {
@@ -136,14 +152,15 @@ fn distance_in(record: &CellRecord, name: &str) -> String {
 
 /// The candidate of `key` to run on `client`'s device: `records` are the cell records to consult
 /// (`crate::records::embedded::cell_records`), `forced` an override, `keep` which incumbents a declined
-/// cell may run. Returns the choice and why.
+/// cell may run. A record whose twin or incumbents changed since it was made
+/// (`crate::launch::staleness::cell`) keeps no incumbent.
 pub fn choose_from(
     client: &Client,
     key: &CellKey,
     records: &[CellRecord],
     forced: Option<&Forced>,
     keep: Keep,
-) -> (Choice, String) {
+) -> Chosen {
     let runtime = crate::hardware::device::runtime_name(client);
     let mine = incumbents(key, Some(runtime));
     let twin = Choice::Twin(Target::for_client(client));
@@ -153,35 +170,52 @@ pub fn choose_from(
         all.iter().find(|r| r.device.matches(&fp)).or(all.first()).copied()
     };
     match forced {
-        Some(Forced::Twin) => return (twin, "forced by ISLANDS_CANDIDATE".into()),
+        Some(Forced::Twin) => return Chosen::new(twin, None, "forced by ISLANDS_CANDIDATE"),
         Some(Forced::Default) => {
-            return (Choice::Twin(Target::default_for_client(client)), "forced by ISLANDS_CANDIDATE".into());
+            return Chosen::new(Choice::Twin(Target::default_for_client(client)), None, "forced by ISLANDS_CANDIDATE");
         }
         Some(Forced::Incumbent) => {
             let named = record.and_then(|r| r.incumbent.as_deref()).and_then(|n| mine.iter().find(|i| i.name == n));
             return match named.or(mine.first()) {
-                Some(i) => (Choice::Incumbent(i), "forced by ISLANDS_CANDIDATE".into()),
-                None => (twin, format!("ISLANDS_CANDIDATE=incumbent, but no incumbent of {key} runs on `{runtime}`")),
+                Some(i) => Chosen::new(Choice::Incumbent(i), None, "forced by ISLANDS_CANDIDATE"),
+                None => Chosen::new(
+                    twin,
+                    None,
+                    format!("ISLANDS_CANDIDATE=incumbent, but no incumbent of {key} runs on `{runtime}`"),
+                ),
             };
         }
         Some(Forced::Named(name)) => {
             return match mine.iter().find(|i| i.name == name) {
-                Some(i) => (Choice::Incumbent(i), "forced by ISLANDS_CANDIDATE".into()),
-                None => (twin, format!("ISLANDS_CANDIDATE=`{name}` is not an incumbent of {key} on `{runtime}`")),
+                Some(i) => Chosen::new(Choice::Incumbent(i), None, "forced by ISLANDS_CANDIDATE"),
+                None => Chosen::new(
+                    twin,
+                    None,
+                    format!("ISLANDS_CANDIDATE=`{name}` is not an incumbent of {key} on `{runtime}`"),
+                ),
             };
         }
         None => {}
     }
     let Some(record) = record else {
-        return (twin, "no cell record of this device".into());
+        return Chosen::new(twin, None, "no cell record of this device");
     };
+    let decided = Some(record.decision);
     if !record.decision.keeps_incumbent() {
-        return (twin, record.why());
+        return Chosen::new(twin, decided, record.why());
+    }
+    if let Some(stale) = crate::launch::staleness::cell(record) {
+        return Chosen::new(
+            twin,
+            decided,
+            format!("{}, but the record is stale ({stale}): the twin runs", record.why()),
+        );
     }
     // An incumbent's exactness was shown under one driver: another may compile it otherwise.
     if !record.device.matches(&fp) {
-        return (
+        return Chosen::new(
             twin,
+            decided,
             format!(
                 "{}, but under driver {} (this one is {}): the twin runs",
                 record.why(),
@@ -191,7 +225,7 @@ pub fn choose_from(
         );
     }
     let Some(fastest) = record.incumbent.as_deref() else {
-        return (twin, format!("{}, but the record names no incumbent", record.why()));
+        return Chosen::new(twin, decided, format!("{}, but the record names no incumbent", record.why()));
     };
     let name = match keep {
         Keep::Fastest => fastest,
@@ -212,8 +246,9 @@ pub fn choose_from(
             match best.filter(|n| wins(n) > wins("twin")) {
                 Some(n) => n,
                 None => {
-                    return (
+                    return Chosen::new(
                         twin,
+                        decided,
                         format!(
                             "{}, but `{fastest}` is not bit-exact ({}) and no bit-exact incumbent is faster than the twin: the twin runs, for the same bytes on every backend (ISLANDS_CELLS=fastest runs `{fastest}`)",
                             record.why(),
@@ -225,17 +260,17 @@ pub fn choose_from(
         }
     };
     match mine.iter().find(|i| i.name == name) {
-        None => (twin, format!("{}, but `{name}` is not registered in this build", record.why())),
+        None => Chosen::new(twin, decided, format!("{}, but `{name}` is not registered in this build", record.why())),
         Some(i) if record.hash_of(name) != Some(incumbent_hash(i).as_str()) => {
-            (twin, format!("{}, but `{name}`'s code changed since", record.why()))
+            Chosen::new(twin, decided, format!("{}, but `{name}`'s code changed since", record.why()))
         }
-        Some(i) => (Choice::Incumbent(i), record.why()),
+        Some(i) => Chosen::new(Choice::Incumbent(i), decided, record.why()),
     }
 }
 
 /// What [`choose`] decided in this process: per (runtime, device name, device fingerprint, cell).
-type Chosen = Vec<((&'static str, String, String, CellKey), Choice)>;
-static CHOSEN: Mutex<Chosen> = Mutex::new(Vec::new());
+type Decided = Vec<((&'static str, String, String, CellKey), Choice)>;
+static CHOSEN: Mutex<Decided> = Mutex::new(Vec::new());
 
 /// The cells this process has dispatched on `client`'s device through [`choose`], with the
 /// candidate each runs, in the order of their first launch: what an engine's step went through.
@@ -273,10 +308,11 @@ pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     let forced = forced().map_err(Clone::clone)?;
     let keep = keep().map_err(Clone::clone)?;
     let records = crate::records::embedded::cell_records().map_err(|e| CellError::Runtime(e.to_string()))?;
-    let (choice, why) = choose_from(client, key, records, forced, keep);
+    let Chosen { choice, record, why } = choose_from(client, key, records, forced, keep);
     // An incumbent computes its own bytes (bit-exact ones included, on the inputs the gate saw):
-    // that is worth a warning; the twin is the normal case.
-    let failed = why.starts_with(CellDecision::Failed.word());
+    // that is worth a warning, and so is a twin the gate found not bit-exact; the twin is the
+    // normal case.
+    let failed = record == Some(CellDecision::Failed);
     let level = if matches!(choice, Choice::Incumbent(_)) || failed { log::Level::Warn } else { log::Level::Info };
     log_once_at(level, format!("cell {key} on {}", crate::hardware::device::runtime_name(client)), || {
         format!(

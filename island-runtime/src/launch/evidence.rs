@@ -1,7 +1,7 @@
 //! The facts a device's ledger view needs beyond its records ([`ArmFacts`]), computed without
 //! running anything: per registered arm the device's profile admits, whether its CPU proof
 //! carries to the device (`crate::launch::semantics`), and whether the record of this exact device
-//! still hashes as the build does (`crate::codegen::code_hash::code_hashes`).
+//! still hashes as the build does (`crate::launch::staleness::arm`).
 
 use crate::hardware::fingerprint::Fingerprint;
 use crate::records::record::{Decision, Record};
@@ -37,7 +37,7 @@ pub fn facts_of(
             let record = records.iter().find(|r| r.island == key.0 && r.arm == key.1 && r.device == *device);
             let stale = record
                 .filter(|r| r.decision == Decision::Flipped || r.decision == Decision::Unverified)
-                .and_then(|r| stale(entry, r, host));
+                .and_then(|r| crate::launch::staleness::arm(entry, r, host));
             (key, ArmFacts { carry, stale })
         })
         .collect()
@@ -52,24 +52,4 @@ pub fn facts(
 ) -> Vec<((String, String), ArmFacts)> {
     let d = crate::hardware::device::Device::of(host);
     facts_of(registry::arms(), device, profile, records, host, (d.plane_min, d.exec.plane))
-}
-
-/// Why `record` no longer describes `entry` as this build generates it, if it does not.
-pub fn stale(entry: &'static ArmEntry, record: &Record, host: &Client) -> Option<String> {
-    let hashes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::codegen::code_hash::code_hashes(entry, &record.device, host)
-    }))
-    .unwrap_or_else(|p| {
-        Err(crate::codegen::lowering::LoweringError::Generator(format!(
-            "the code generator panicked: {}",
-            crate::values::readback::panic_text(&p)
-        )))
-    });
-    match hashes {
-        Err(e) => Some(format!("its code hashes cannot be computed by this build ({e})")),
-        Ok(now) => record
-            .code
-            .changed(&now)
-            .map(|(what, then, hash)| format!("{what} changed since it was gated (hash {then}, now {hash})")),
-    }
 }

@@ -10,3 +10,4 @@ pub mod for_client;
 pub mod policy;
 pub mod runtimes;
 pub mod semantics;
+pub mod staleness;

@@ -1,5 +1,11 @@
-//! The ledgers a process consults: each crate's `ledger.json`, embedded at build time by
-//! [`crate::ledger!`], and the files `ISLANDS_LEDGER` names.
+//! Where ledgers are read, the one loader of them: each crate's `ledger.json`, embedded at build
+//! time by [`crate::ledger!`], and the files `ISLANDS_LEDGER` names.
+//!
+//! - What launches consult ([`records`], [`cell_records`]): every embedded ledger, then the
+//!   files of `ISLANDS_LEDGER` over them.
+//! - What is committed ([`committed`]): per crate, its `ledger.json` where the crate was built
+//!   when it can be read (so that successive `islands gate` runs accumulate, and the scoreboard
+//!   shows the files as they are), else the embedded copy; `ISLANDS_LEDGER` is not a crate's.
 
 use crate::records::cell_record::CellRecord;
 use crate::records::ledger::Ledger;
@@ -39,6 +45,25 @@ pub fn embedded() -> Vec<&'static Embedded> {
     let mut all: Vec<&'static Embedded> = inventory::iter::<Embedded>.into_iter().collect();
     all.sort_by_key(|e| e.krate);
     all
+}
+
+/// A crate's committed ledger that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct CommittedError {
+    pub path: &'static str,
+    pub source: crate::records::ledger::ParseError,
+}
+
+/// Each crate's committed ledger, by crate, with its path (module docs).
+pub fn committed() -> Result<std::collections::BTreeMap<&'static str, (std::path::PathBuf, Ledger)>, CommittedError> {
+    let mut all = std::collections::BTreeMap::new();
+    for e in embedded() {
+        let text = std::fs::read_to_string(e.path).unwrap_or_else(|_| e.text.to_string());
+        let parsed = Ledger::parse(&text).map_err(|source| CommittedError { path: e.path, source })?;
+        all.insert(e.krate, (std::path::PathBuf::from(e.path), parsed));
+    }
+    Ok(all)
 }
 
 /// Why the ledger a process consults could not be read.
