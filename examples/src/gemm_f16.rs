@@ -27,8 +27,10 @@ pub fn gemm_f16(a: &[f16], b: &[f16], c: &mut [f32], #[comptime] k: u32, #[compt
     let b_tile = &b[(CUBE_POS_X * TILE) as usize..];
     let c_tile = &mut c[(CUBE_POS_Y * TILE * n + CUBE_POS_X * TILE) as usize..];
     island! {
-        proof(a_tile: &[f16; 1024], b_tile: &[f16; 1024], c_tile: &mut [f32; 256],
-              lda: u32 = 64, ldb: u32 = 16, ldc: u32 = 16, k_tiles: u32 = 4), cube_dim = 32,
+        proof(a_tile: &[f16; crate::tile_shape::PROOF_TILE_VALUES], b_tile: &[f16; crate::tile_shape::PROOF_TILE_VALUES],
+              c_tile: &mut [f32; crate::tile_shape::PROOF_OUT_VALUES],
+              lda: u32 = TILE * crate::tile_shape::PROOF_K_TILES, ldb: u32 = TILE, ldc: u32 = TILE,
+              k_tiles: u32 = crate::tile_shape::PROOF_K_TILES), cube_dim = UNITS,
             contract = accumulation(80, "tensor-core f16 accumulation without a measured model of the device",
                                     exact_where = mma::f16_modelled);
         cuda if cmma(f16, f16, f32, 16, 16, 16) => mma::tile_f16::call(a_tile, lda, b_tile, ldb, c_tile, ldc, k_tiles, target),

@@ -41,8 +41,10 @@ pub fn gemm_i8(a: &[i8], b: &[i8], c: &mut [i32], #[comptime] k: u32, #[comptime
     let b_tile = &b[(CUBE_POS_X * TILE) as usize..];
     let c_tile = &mut c[(CUBE_POS_Y * TILE * n + CUBE_POS_X * TILE) as usize..];
     island! {
-        proof(a_tile: &[i8; 1024], b_tile: &[i8; 1024], c_tile: &mut [i32; 256],
-              lda: u32 = 64, ldb: u32 = 16, ldc: u32 = 16, k_tiles: u32 = 4), cube_dim = 32;
+        proof(a_tile: &[i8; crate::tile_shape::PROOF_TILE_VALUES], b_tile: &[i8; crate::tile_shape::PROOF_TILE_VALUES],
+              c_tile: &mut [i32; crate::tile_shape::PROOF_OUT_VALUES],
+              lda: u32 = TILE * crate::tile_shape::PROOF_K_TILES, ldb: u32 = TILE, ldc: u32 = TILE,
+              k_tiles: u32 = crate::tile_shape::PROOF_K_TILES), cube_dim = UNITS;
         cuda | hip if cmma(i8, i8, i32, 16, 16, 16) => mma::tile_i8::call(a_tile, lda, b_tile, ldb, mma::Layout::RowMajor, c_tile, ldc, k_tiles, target),
         default => tile_scalar(a_tile, lda, b_tile, ldb, c_tile, ldc, k_tiles),
     }

@@ -58,6 +58,9 @@ impl Config {
 /// four stages (64 KiB of shared memory).
 pub const CONFIG: Config = Config { warps_m: 2, warps_n: 2, tiles_m: 4, tiles_n: 8, stages: 4 };
 
+/// The `k` of the island's proof: one [`CONFIG`] block over 384 (24 chunks, six stages of four).
+pub const PROOF_K: u32 = 384;
+
 type Word = Vector<i32, Const<4>>;
 type Pair = Vector<i32, Const<2>>;
 
@@ -251,8 +254,10 @@ pub fn gemm_i8_mma(a: &[Word], bt: &[Word], c: &mut [Pair], #[comptime] k: u32, 
     let b_block = &bt[(CUBE_POS_X * CONFIG.block_n() * kc) as usize..];
     let c_block = &mut c[((CUBE_POS_Y * CONFIG.block_m() * n + CUBE_POS_X * CONFIG.block_n()) / 2) as usize..];
     island! {
-        proof(a_block: &[Vector<i32, Const<4>>; 3072], b_block: &[Vector<i32, Const<4>>; 3072],
-              c_block: &mut [Vector<i32, Const<2>>; 8192], k: u32 = 384, n: u32 = 128), cube_dim = 128;
+        proof(a_block: &[Vector<i32, Const<4>>; (CONFIG.block_m() * PROOF_K / 16) as usize],
+              b_block: &[Vector<i32, Const<4>>; (CONFIG.block_n() * PROOF_K / 16) as usize],
+              c_block: &mut [Vector<i32, Const<2>>; (CONFIG.block_m() * CONFIG.block_n() / 2) as usize],
+              k: u32 = PROOF_K, n: u32 = CONFIG.block_n()), cube_dim = CONFIG.units();
         cuda if sm >= 80 => block_mma(a_block, b_block, c_block, k, n, CONFIG, target),
         default => block_scalar(a_block, b_block, c_block, k, n, CONFIG),
     }

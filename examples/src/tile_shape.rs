@@ -22,3 +22,10 @@ pub fn check(gemm: &str, m: usize, k: usize, n: usize) -> Result<(), ShapeError>
 pub fn cube_count(m: usize, n: usize) -> CubeCount {
     CubeCount::Static((n as u32) / TILE, (m as u32) / TILE, 1)
 }
+
+/// The `k` of a tile GEMM island's proof, in tiles: a 16×64 by 64×16 product, four tiles deep.
+pub const PROOF_K_TILES: u32 = 4;
+/// Values of the `a` and `b` tiles of a proof (`TILE` × the proof's `k`).
+pub const PROOF_TILE_VALUES: usize = (TILE * TILE * PROOF_K_TILES) as usize;
+/// Values of the output tile of a proof.
+pub const PROOF_OUT_VALUES: usize = (TILE * TILE) as usize;

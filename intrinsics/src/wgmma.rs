@@ -482,6 +482,14 @@ pub mod fence_shared {
 
 type Word = Vector<i32, Const<4>>;
 
+/// The rows of a `wgmma` tile's `a` and of its output: one warpgroup's 64.
+const TILE_M: u32 = 64;
+
+/// 16-byte words of a K-major int8 tile of `rows` rows and `k` values a row.
+const fn tile_words(rows: u32, k: u32) -> usize {
+    (rows * k / 16) as usize
+}
+
 /// Stores `rows` rows of `k` bytes (row-major words of `src` from `first`) into a shared tile at
 /// its layout; each unit of the warpgroup a share of the 16-byte chunks.
 #[cube]
@@ -583,7 +591,8 @@ fn tile_wgmma<N: Size>(
 #[cube]
 pub fn wgmma_interleaved(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] target: Target) {
     island! {
-        proof(a: &[Word; 256], bt: &[Word; 512], c: &mut [i32; 8192]), cube_dim = 128;
+        proof(a: &[Word; tile_words(TILE_M, 64)], bt: &[Word; tile_words(128, 64)],
+              c: &mut [i32; (TILE_M * 128) as usize]), cube_dim = WARPGROUP;
         cuda if sm == 90 => tile_wgmma::<Const<64>>(
             a, bt, c, 2u32,
             comptime!(Layout { swizzle: Swizzle::None, leading: 128, stride: 512 }),
@@ -599,7 +608,8 @@ pub fn wgmma_interleaved(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] tar
 #[cube]
 pub fn wgmma_swizzle128(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] target: Target) {
     island! {
-        proof(a: &[Word; 512], bt: &[Word; 512], c: &mut [i32; 4096]), cube_dim = 128;
+        proof(a: &[Word; tile_words(TILE_M, 128)], bt: &[Word; tile_words(64, 128)],
+              c: &mut [i32; (TILE_M * 64) as usize]), cube_dim = WARPGROUP;
         cuda if sm == 90 => tile_wgmma::<Const<32>>(
             a, bt, c, 4u32,
             comptime!(Layout { swizzle: Swizzle::B128, leading: 16, stride: 1024 }),
@@ -616,7 +626,8 @@ pub fn wgmma_swizzle128(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] targ
 #[cube]
 pub fn wgmma_swizzle64_32(a: &[Word], bt: &[Word], c: &mut [i32], #[comptime] target: Target) {
     island! {
-        proof(a: &[Word; 128], bt: &[Word; 64], c: &mut [i32; 2048]), cube_dim = 128;
+        proof(a: &[Word; tile_words(TILE_M, 32)], bt: &[Word; tile_words(32, 32)],
+              c: &mut [i32; (TILE_M * 32) as usize]), cube_dim = WARPGROUP;
         cuda if sm == 90 => tile_wgmma::<Const<16>>(
             a, bt, c, 1u32,
             comptime!(Layout { swizzle: Swizzle::B64, leading: 16, stride: 1024 }),
@@ -669,7 +680,8 @@ fn tile_f16_scalar(a: &[f16], bt: &[f16], c: &mut [f32], #[comptime] n: u32, #[c
 #[cube]
 pub fn wgmma_f16_swizzle128(a: &[f16], bt: &[f16], c: &mut [f32], #[comptime] target: Target) {
     island! {
-        proof(a: &[f16; 4096], bt: &[f16; 4096], c: &mut [f32; 4096]), cube_dim = 128,
+        proof(a: &[f16; (TILE_M * 64) as usize], bt: &[f16; (64 * 64) as usize], c: &mut [f32; (TILE_M * 64) as usize]),
+            cube_dim = WARPGROUP,
             contract = accumulation(64, "tensor cores add f16 products in an order and internal precision NVIDIA does not specify",
                                     exact_where = crate::mma::f16_modelled);
         cuda if sm == 90 => {
@@ -728,7 +740,8 @@ fn store_tile_bf16_transposed(
 #[cube]
 pub fn wgmma_bf16_swizzle128(at: &[bf16], b: &[bf16], c: &mut [f32], #[comptime] target: Target) {
     island! {
-        proof(at: &[bf16; 4096], b: &[bf16; 4096], c: &mut [f32; 4096]), cube_dim = 128,
+        proof(at: &[bf16; (TILE_M * 64) as usize], b: &[bf16; (64 * 64) as usize], c: &mut [f32; (TILE_M * 64) as usize]),
+            cube_dim = WARPGROUP,
             contract = accumulation(64, "tensor cores add bf16 products in an order and internal precision NVIDIA does not specify",
                                     exact_where = crate::mma::f16_modelled);
         cuda if sm == 90 => {

@@ -461,6 +461,12 @@ pub const fn proof_wq_words(quant: Quant) -> u32 {
     CONFIG.block_m() * row_words(quant, PROOF_K)
 }
 
+/// The 4-wide vectors of scales (or sums) of `rows` weight rows or tokens over [`PROOF_K`]: one
+/// per quant block each.
+pub const fn proof_scale_vectors(rows: u32) -> usize {
+    (rows * (PROOF_K / 32) / 4) as usize
+}
+
 /// One MMQ entry point per quant type: cube (x, y) computes tokens `x·block_n…` of weight rows
 /// `y·block_m…`, the block on the tensor cores (`mma.sync`) or by `default`'s definition.
 macro_rules! mmq_entry {
@@ -491,10 +497,14 @@ macro_rules! mmq_entry {
             let y_block = &mut y[(col0 * m + row0) as usize..];
             island! {
                 proof(wq_block: &[Vector<i32, Const<4>>; crate::mmq::kernel::proof_wq_words(crate::mmq::quant::Quant::$quant)],
-                      wd_block: &[Vector<f32, Const<4>>; 384], wm_block: &[Vector<f32, Const<4>>; 384],
-                      xq_block: &[Vector<i32, Const<4>>; 3072], xd_block: &[Vector<f32, Const<4>>; 384],
-                      xs_block: &[Vector<f32, Const<4>>; 384], y_block: &mut [f32; 16384],
-                      m: u32 = 128, k: u32 = crate::mmq::kernel::PROOF_K, n: u32 = 128), cube_dim = 256;
+                      wd_block: &[Vector<f32, Const<4>>; crate::mmq::kernel::proof_scale_vectors(CONFIG.block_m())],
+                      wm_block: &[Vector<f32, Const<4>>; crate::mmq::kernel::proof_scale_vectors(CONFIG.block_m())],
+                      xq_block: &[Vector<i32, Const<4>>; (CONFIG.block_n() * crate::mmq::kernel::PROOF_K / 16) as usize],
+                      xd_block: &[Vector<f32, Const<4>>; crate::mmq::kernel::proof_scale_vectors(CONFIG.block_n())],
+                      xs_block: &[Vector<f32, Const<4>>; crate::mmq::kernel::proof_scale_vectors(CONFIG.block_n())],
+                      y_block: &mut [f32; (CONFIG.block_m() * CONFIG.block_n()) as usize],
+                      m: u32 = CONFIG.block_m(), k: u32 = crate::mmq::kernel::PROOF_K, n: u32 = CONFIG.block_n()),
+                      cube_dim = CONFIG.units();
                 cuda if sm >= 80 => block_mma(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
                                               comptime!((m, k, n)), Quant::$quant, target),
                 default => block_scalar(wq_block, wd_block, wm_block, xq_block, xd_block, xs_block, y_block,
