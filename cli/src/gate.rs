@@ -108,22 +108,15 @@ pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, 
         if options.filter.as_deref().is_some_and(|f| !entry.name().contains(f)) {
             continue;
         }
-        let Some(mut record) = gate::gate(entry, device, cpu, &options.gate) else { continue };
+        let Some(record) = gate::gate(entry, device, cpu, &options.gate) else { continue };
         eprintln!("{} {}", record.decision.word(), entry.name());
         let Some((_, ledger)) = ledgers.get_mut(entry.krate) else {
             eprintln!("  `{}` embeds no ledger (`island_runtime::ledger!()`): this record is not kept", entry.krate);
             continue;
         };
-        // An unchanged verdict on unchanged code keeps its date: re-gating changes only timings.
-        if let Some(old) = ledger.find(&record.island, &record.arm, &record.device)
-            && old.decision == record.decision
-            && old.code == record.code
-        {
-            record.date = old.date.clone();
-        }
         failed += (record.decision == Decision::Failed) as usize;
         rows.push(row(&record));
-        ledger.upsert(record);
+        ledger.keep(record);
     }
     print_table(&["island", "arm", "decision", "arm µs", "default µs", "speedup", "instructions", "note"], &rows);
     write_ledgers(&ledgers, options.write_dir.as_deref())?;

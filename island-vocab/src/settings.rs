@@ -130,6 +130,17 @@ pub const CONFORMANCE: Setting = Setting {
     bad: "vulkn",
 };
 
+pub const GATE: Setting = Setting {
+    name: "ISLANDS_GATE",
+    meaning: "The device runtimes on which a crate's harness (`islands::proofs::harness!()`) also gates the crate's \
+              arms, bit-exact half and speed half as `islands gate` does, and writes the records into the crate's \
+              `ledger.json` (review the diff)",
+    kind: Kind::Backends,
+    default: "none",
+    read_by: "a crate's proofs harness",
+    bad: "vulkn",
+};
+
 pub const CENSUS: Setting = Setting {
     name: "ISLANDS_CENSUS",
     meaning: "`write` rewrites the committed census of what the suite runs instead of comparing it (review the diff)",
@@ -215,6 +226,7 @@ pub static TABLE: &[&Setting] = &[
     &DEPTH,
     &ALLOW_UNPROVEN,
     &CONFORMANCE,
+    &GATE,
     &CENSUS,
     &BLESS,
     &MATVEC_PLANES,
@@ -335,6 +347,11 @@ pub fn allow_unproven() -> Result<bool, SettingError> {
 /// `ISLANDS_CONFORMANCE`: the backends it names (none for `none`); `None` when unset.
 pub fn conformance() -> Result<Option<Vec<Backend>>, SettingError> {
     CONFORMANCE.read(Kind::backends)
+}
+
+/// `ISLANDS_GATE`: the device runtimes a crate's harness gates its arms on (none when unset).
+pub fn gate() -> Result<Vec<Backend>, SettingError> {
+    Ok(GATE.read(Kind::backends)?.unwrap_or_default())
 }
 
 /// Whether `ISLANDS_CENSUS` says `write`.

@@ -16,6 +16,7 @@
 pub mod cells;
 pub mod census;
 pub mod conformance;
+pub mod gating;
 pub mod independence;
 pub mod ledger;
 pub mod lowering;

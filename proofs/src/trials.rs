@@ -3,7 +3,7 @@
 
 use crate::settings::{conformance_runtimes, cpu, environment_trials, options};
 use crate::verdict::verdict;
-use crate::{cells, census, conformance, independence, ledger, lowering, registry_scan, saturation};
+use crate::{cells, census, conformance, gating, independence, ledger, lowering, registry_scan, saturation};
 use island_runtime::ArmEntry;
 use island_runtime::proof;
 use island_runtime::proof_run::ProofOptions;
@@ -133,10 +133,12 @@ pub fn run(mut trials: Vec<Trial>) -> ! {
     // then spreads every later kernel over all of them: the model trials took 798 s beside
     // and after the proofs, 38 s before them (2-core x86-64, 2026-12-02).
     // The census runs last: it counts the verdicts the other trials reached.
+    // Gates (`ISLANDS_GATE`) run after the rest, alone, so that nothing disturbs their timings.
     let (first, rest): (Vec<Trial>, Vec<Trial>) = trials.into_iter().partition(|t| t.kind() == MODEL);
     let (last, rest): (Vec<Trial>, Vec<Trial>) = rest.into_iter().partition(|t| t.kind() == census::KIND);
+    let (gates, rest): (Vec<Trial>, Vec<Trial>) = rest.into_iter().partition(|t| t.kind() == gating::KIND);
     let mut conclusions = Vec::new();
-    for phase in [first, rest, last] {
+    for phase in [first, rest, gates, last] {
         if !phase.is_empty() {
             conclusions.push(libtest_mimic::run(&args, phase));
         }
@@ -152,8 +154,9 @@ pub const MODEL: &str = "model";
 
 /// The harness of a crate with islands: the proofs of its arms, its registry check, the
 /// lowering check of its arms and intrinsics, their conformance on every device runtime the
-/// build has, whether its committed ledger records of the present Vulkan device still hold, and
-/// the trials of its cells (`cells`).
+/// build has, whether its committed ledger records of the present Vulkan device still hold, the
+/// trials of its cells (`cells`), and where `ISLANDS_GATE` names runtimes, the gate of its arms
+/// there into its ledger (`gating`).
 pub fn main(krate: &'static str, sources: String) -> ! {
     let crates: &'static [&'static str] = Box::leak(Box::new([krate]));
     let mut trials = proof_trials(crates);
@@ -163,5 +166,6 @@ pub fn main(krate: &'static str, sources: String) -> ! {
     trials.extend(lowering::trials(&[krate]));
     trials.extend(conformance_trials(&[krate]));
     trials.extend(cells::trials(crates));
+    trials.extend(gating::trials(krate));
     run(trials)
 }

@@ -69,6 +69,10 @@ pub fn trials() -> Vec<Trial> {
     ];
     if RuntimeName::Device(island_runtime::Backend::Vulkan).built() {
         trials.push(Trial::test("ledger::gate_declines_a_slow_arm", gate_declines_a_slow_arm));
+        trials.push(Trial::test(
+            "ledger::a_crate_harness_gates_its_arms_into_its_ledger_on_lavapipe",
+            harness_gates_into_its_ledger,
+        ));
     }
     trials.into_iter().map(|t| t.with_kind("ledger")).collect()
 }
@@ -643,6 +647,51 @@ fn machine_code_judged() -> Result<(), Failed> {
     let native = judge(Backend::Cuda, &instructions, &listing(&["IDP.4A.S8.S8", "EXIT"]), &default);
     if !native.missing.is_empty() || native.seen != ["IDP.4A.S8.S8"] || native.arm_only != ["IDP.4A.S8.S8"] {
         return Err(format!("a listing with IDP.4A.S8.S8: {native:?}").into());
+    }
+    Ok(())
+}
+
+/// What `ISLANDS_GATE=vulkan` makes a crate's harness do (`proofs::gating`), for `island-llm` on
+/// this machine's Vulkan device, the bit-exact half only: from its committed ledger without the
+/// records of this device, the ledger gated holds every other record as committed, and one
+/// current record of this device for each of the crate's arms the device selects.
+fn harness_gates_into_its_ledger() -> Result<(), Failed> {
+    let krate = "island-llm";
+    let device = RuntimeName::Device(Backend::Vulkan).client()?;
+    let here = island_runtime::Device::of(&device).fingerprint.clone().ok_or("the Vulkan device has no fingerprint")?;
+    let committed = embedded::committed().map_err(|e| e.to_string())?;
+    let (_, before) = committed.get(krate).ok_or("island-llm has no committed ledger")?;
+    let mut ledger = before.clone();
+    ledger.records.retain(|r| !r.device.same_device(&here));
+    let others = ledger.records.clone();
+    let failed = proofs::gating::gate_into(&mut ledger, krate, Backend::Vulkan, false)?;
+    if !failed.is_empty() {
+        return Err(format!("not bit-exact here: {failed:?}").into());
+    }
+    for r in &others {
+        if !ledger.records.contains(r) {
+            return Err(format!("the record of {} `{}` on {} was not kept", r.island, r.arm, r.device).into());
+        }
+    }
+    let cpu = proofs::cpu()?;
+    let profile = island_runtime::device::profile(&device).ok_or("the Vulkan device has no profile")?;
+    let mut gated = 0;
+    for entry in registry::arms_of(krate).into_iter().filter(|e| registry::selects(e, &profile)) {
+        let mine =
+            ledger.records.iter().find(|r| r.island == entry.site.id && r.arm == entry.label() && r.device == here);
+        let Some(r) = mine else {
+            return Err(format!("no record of {} on {here} was written", entry.name()).into());
+        };
+        if let Some(why) = island_runtime::staleness::arm(entry, r, &cpu) {
+            return Err(format!("the record written for {} is stale: {why}", entry.name()).into());
+        }
+        gated += 1;
+    }
+    if gated == 0 {
+        return Err(format!("{here} selects no arm of {krate}: the trial shows nothing").into());
+    }
+    if ledger.records.len() != others.len() + gated {
+        return Err(format!("{} records written, {} kept and {gated} gated", ledger.records.len(), others.len()).into());
     }
     Ok(())
 }

@@ -57,6 +57,18 @@ impl Ledger {
         self.sort();
     }
 
+    /// [`Ledger::upsert`] of a new gate's `record`, which keeps the date of the record it
+    /// replaces where the decision and the code are unchanged: re-gating changes only timings.
+    pub fn keep(&mut self, mut record: Record) {
+        if let Some(old) = self.find(&record.island, &record.arm, &record.device)
+            && old.decision == record.decision
+            && old.code == record.code
+        {
+            record.date = old.date.clone();
+        }
+        self.upsert(record);
+    }
+
     /// The record of (`island`, `arm`) on `device`, if any.
     pub fn find(&self, island: &str, arm: &str, device: &Fingerprint) -> Option<&Record> {
         self.records.iter().find(|r| r.island == island && r.arm == arm && r.device.matches(device))
