@@ -62,15 +62,15 @@ pub fn trials() -> Vec<Trial> {
 }
 
 fn model() -> Result<&'static Model, Failed> {
-    static MODEL: OnceLock<Result<Model, String>> = OnceLock::new();
+    static MODEL: OnceLock<Result<Model, Failed>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let path = model_file::default_path().map_err(|e| e.to_string())?;
-            let bytes = model_file::read(&path, true).map_err(|e| e.to_string())?;
-            Model::from_gguf(&bytes).map_err(|e| e.to_string())
+            let path = model_file::default_path()?;
+            let bytes = model_file::read(&path, true)?;
+            Ok(Model::from_gguf(&bytes)?)
         })
         .as_ref()
-        .map_err(|e| Failed::from(e.as_str()))
+        .map_err(Clone::clone)
 }
 
 fn prompt(model: &Model) -> Result<Vec<u32>, Failed> {
@@ -184,17 +184,17 @@ type PromptLogits = (Vec<u32>, Vec<Vec<f32>>);
 /// A prompt with a chat template's control tokens and a number: every token's logits from the
 /// plain-Rust reference (one token a step), once.
 fn batch_case() -> Result<&'static PromptLogits, Failed> {
-    static CASE: OnceLock<Result<PromptLogits, String>> = OnceLock::new();
+    static CASE: OnceLock<Result<PromptLogits, Failed>> = OnceLock::new();
     CASE.get_or_init(|| {
-        let model = model().map_err(|e| format!("{e:?}"))?;
-        let tok = Tok::new(&model.vocab).map_err(|e| e.to_string())?;
-        let prompt = tok.encode("<|im_start|>user\nName 3 primary colors.<|im_end|>\n").map_err(|e| e.to_string())?;
+        let model = model()?;
+        let tok = Tok::new(&model.vocab)?;
+        let prompt = tok.encode("<|im_start|>user\nName 3 primary colors.<|im_end|>\n")?;
         let mut r = Reference::new(model, CONTEXT + 8);
         let logits = prompt.iter().map(|&t| r.step(t, true).expect("logits were asked for")).collect();
         Ok((prompt, logits))
     })
     .as_ref()
-    .map_err(|e| Failed::from(e.as_str()))
+    .map_err(Clone::clone)
 }
 
 /// Batch invariance: on runtime `r`, the prompt of [`batch_case`] in one batch, in batches of 5
@@ -281,9 +281,9 @@ fn tokenizer() -> Result<(), Failed> {
                     .iter()
                     .position(|t| t == p)
                     .map(|i| i as u32)
-                    .ok_or(format!("`{p}` is not in the vocabulary"))
+                    .ok_or_else(|| Failed::from(format!("`{p}` is not in the vocabulary")))
             })
-            .collect::<Result<Vec<u32>, String>>()?;
+            .collect::<Result<Vec<u32>, Failed>>()?;
         let got = tok.encode(text)?;
         if got != want {
             return Err(format!("{text:?} encodes to {got:?}, expected {want:?} ({pieces:?})").into());

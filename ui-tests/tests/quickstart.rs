@@ -12,16 +12,36 @@ use std::process::Command;
 const PAGE: &str = "docs/quickstart.md";
 const MARK: &str = "<!-- downstream: ";
 
+/// Why the page's marked files cannot be read.
+#[derive(Debug)]
+enum PageError {
+    Unterminated(usize),
+    NoBlock(usize, String),
+    Unclosed(String),
+}
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PageError::Unterminated(line) => write!(f, "{PAGE}:{line}: unterminated mark"),
+            PageError::NoBlock(line, path) => {
+                write!(f, "{PAGE}:{line}: the mark of `{path}` must be followed by a code block")
+            }
+            PageError::Unclosed(path) => write!(f, "{PAGE}: the code block of `{path}` is not closed"),
+        }
+    }
+}
+
 /// The files the page marks, in order: (path, contents).
-fn marked_files(page: &str) -> Result<Vec<(String, String)>, String> {
+fn marked_files(page: &str) -> Result<Vec<(String, String)>, PageError> {
     let mut files = Vec::new();
     let mut lines = page.lines().enumerate();
     while let Some((n, line)) = lines.next() {
         let Some(rest) = line.trim().strip_prefix(MARK) else { continue };
-        let path = rest.strip_suffix("-->").map(str::trim).ok_or(format!("{PAGE}:{}: unterminated mark", n + 1))?;
+        let path = rest.strip_suffix("-->").map(str::trim).ok_or(PageError::Unterminated(n + 1))?;
         match lines.next() {
             Some((_, fence)) if fence.starts_with("```") => {}
-            _ => return Err(format!("{PAGE}:{}: the mark of `{path}` must be followed by a code block", n + 1)),
+            _ => return Err(PageError::NoBlock(n + 1, path.to_string())),
         }
         let mut body = String::new();
         loop {
@@ -31,7 +51,7 @@ fn marked_files(page: &str) -> Result<Vec<(String, String)>, String> {
                     body.push_str(l);
                     body.push('\n');
                 }
-                None => return Err(format!("{PAGE}: the code block of `{path}` is not closed")),
+                None => return Err(PageError::Unclosed(path.to_string())),
             }
         }
         files.push((path.to_string(), body));
