@@ -744,11 +744,7 @@ fn runs_step_kernels(client: &Client) -> bool {
 
 /// Waits for a read, its bytes copied out of the runtime's.
 fn wait(read: PendingRead) -> Result<Vec<Vec<u8>>, LlmError> {
-    match catch_unwind(AssertUnwindSafe(|| cubecl::future::block_on(read))) {
-        Ok(Ok(bytes)) => Ok(bytes.iter().map(|b| b.to_vec()).collect()),
-        Ok(Err(e)) => Err(LlmError::Runtime(e.to_string())),
-        Err(p) => Err(LlmError::Runtime(island_runtime::readback::panic_text(&p))),
-    }
+    island_runtime::readback::wait(read).map_err(|e| LlmError::Runtime(e.to_string()))
 }
 
 fn runtime(e: island_runtime::cell::CellError) -> LlmError {

@@ -13,6 +13,19 @@ pub fn read(client: &Client, handle: Handle) -> Result<Vec<u8>, ReadError> {
     }
 }
 
+/// Waits for a read already enqueued (`Client::read_async`) and copies its buffers out of the
+/// runtime's: as [`read`], for a read started earlier so that it overlaps other work.
+pub fn wait<F>(read: F) -> Result<Vec<Vec<u8>>, ReadError>
+where
+    F: std::future::Future<Output = Result<Vec<cubecl::bytes::Bytes>, cubecl::server::ServerError>>,
+{
+    match catch_unwind(AssertUnwindSafe(|| cubecl::future::block_on(read))) {
+        Ok(Ok(bytes)) => Ok(bytes.iter().map(|b| b.to_vec()).collect()),
+        Ok(Err(e)) => Err(ReadError::Device(first_lines(&e.to_string(), 12))),
+        Err(panic) => Err(ReadError::Panicked(panic_text(&panic))),
+    }
+}
+
 /// Why a result could not be read back: the runtime's error (a kernel that did not compile or
 /// launch surfaces here), or a panic inside the runtime.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
