@@ -175,6 +175,37 @@ fn zero_normalising_sum(v: f32, #[comptime] target: Target) -> f32 {
     if s == 0.0f32 { 0.0f32 } else { s }
 }
 
+/// An arm equal to `default` at every output but the proof run's last: a comparison that
+/// stopped one element short (or skipped the last cube) would pass it.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn last_output_only(a: i32, #[comptime] target: Target) -> i32 {
+    island! {
+        proof(a: i32) -> i32, cube_dim = 64;
+        cuda => {
+            let last = CUBE_COUNT * (CUBE_DIM as usize) - 1;
+            let d = a ^ 0x5a5a;
+            select(ABSOLUTE_POS == last, d ^ 1, d)
+        },
+        default => a ^ 0x5a5a,
+    }
+}
+
+/// An arm equal to `default` at every output but the proof run's first: a comparison that
+/// started one element late would pass it.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn first_output_only(a: i32, #[comptime] target: Target) -> i32 {
+    island! {
+        proof(a: i32) -> i32, cube_dim = 64;
+        cuda => {
+            let d = a ^ 0x5a5a;
+            select(ABSOLUTE_POS == 0, d ^ 1, d)
+        },
+        default => a ^ 0x5a5a,
+    }
+}
+
 #[islands(expect_mismatch)]
 #[cube]
 pub fn lost_negative_zero(v: f32, #[comptime] target: Target) -> f32 {
