@@ -159,6 +159,9 @@ pub struct Engine {
     /// Which of a one-token step's fused kernels run where they may (nothing is fused without
     /// `fuse`).
     step_kernels: StepKernels,
+    /// [`Engine::pipelines`], decided at its first call: it consults the cell records, and
+    /// [`Engine::submit`] asks at every step.
+    pipelines: std::sync::OnceLock<bool>,
 }
 
 /// Which of a one-token step's fused kernels an engine runs ([`Engine::set_step_kernels`]).
@@ -258,6 +261,7 @@ impl Engine {
             pos: 0,
             fuse: true,
             step_kernels: StepKernels { matvec: true, attention: true },
+            pipelines: std::sync::OnceLock::new(),
         })
     }
 
@@ -407,16 +411,19 @@ impl Engine {
     /// Whether [`crate::generate`] keeps two steps in flight on this engine (see
     /// [`Engine::submit`]): on CUDA and the CPU runtime, where the embedding runs its twin.
     pub fn pipelines(&self) -> bool {
-        // The embedding's incumbent takes the token from the host, which does not know it when
-        // the device chose it: only the twin reads it from the step buffer.
-        // (Decided as the embedding's launch will decide it, without logging it as dispatched.)
-        use island_runtime::dispatch;
-        let embed = || -> Option<Choice> {
-            let (forced, keep) = (dispatch::forced().ok()?, dispatch::keep().ok()?);
-            let records = island_runtime::records::embedded::cell_records().ok()?;
-            Some(dispatch::choose_from(&self.client, &cells::embed::KEY, records, forced, keep).choice)
-        };
-        pipelines(&self.client) && matches!(embed(), Some(Choice::Twin(_)))
+        *self.pipelines.get_or_init(|| {
+            // The embedding's incumbent takes the token from the host, which does not know it
+            // when the device chose it: only the twin reads it from the step buffer.
+            // (Decided as the embedding's launch will decide it, without logging it as
+            // dispatched; the records and settings it reads are the process's, read once.)
+            use island_runtime::dispatch;
+            let embed = || -> Option<Choice> {
+                let (forced, keep) = (dispatch::forced().ok()?, dispatch::keep().ok()?);
+                let records = island_runtime::records::embedded::cell_records().ok()?;
+                Some(dispatch::choose_from(&self.client, &cells::embed::KEY, records, forced, keep).choice)
+            };
+            pipelines(&self.client) && matches!(embed(), Some(Choice::Twin(_)))
+        })
     }
 
     /// Takes back the last submitted step's position (a step run ahead whose token is not
