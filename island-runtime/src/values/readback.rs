@@ -6,11 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// Reads a buffer back; a kernel that failed to compile surfaces here.
 pub fn read(client: &Client, handle: Handle) -> Result<Vec<u8>, ReadError> {
-    match catch_unwind(AssertUnwindSafe(|| client.read_one(handle))) {
-        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
-        Ok(Err(e)) => Err(ReadError::Device(first_lines(&e.to_string(), 12))),
-        Err(panic) => Err(ReadError::Panicked(panic_text(&panic))),
-    }
+    settle(|| client.read_one(handle)).map(|bytes| bytes.to_vec())
 }
 
 /// Waits for a read already enqueued (`Client::read_async`) and copies its buffers out of the
@@ -19,8 +15,13 @@ pub fn wait<F>(read: F) -> Result<Vec<Vec<u8>>, ReadError>
 where
     F: std::future::Future<Output = Result<Vec<cubecl::bytes::Bytes>, cubecl::server::ServerError>>,
 {
-    match catch_unwind(AssertUnwindSafe(|| cubecl::future::block_on(read))) {
-        Ok(Ok(bytes)) => Ok(bytes.iter().map(|b| b.to_vec()).collect()),
+    settle(|| cubecl::future::block_on(read)).map(|bytes| bytes.iter().map(|b| b.to_vec()).collect())
+}
+
+/// Runs a read, its runtime error or panic as a [`ReadError`].
+fn settle<T>(read: impl FnOnce() -> Result<T, cubecl::server::ServerError>) -> Result<T, ReadError> {
+    match catch_unwind(AssertUnwindSafe(read)) {
+        Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(ReadError::Device(first_lines(&e.to_string(), 12))),
         Err(panic) => Err(ReadError::Panicked(panic_text(&panic))),
     }
