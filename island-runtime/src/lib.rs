@@ -22,7 +22,7 @@ pub mod verify;
 pub use codegen::{code_hash, foreign, glsl_kernel, lowering, machine_code, missing_types};
 pub use hardware::{device, divergence, fingerprint, quirks};
 pub use launch::{cell, dispatch, evidence, policy, runtimes, semantics, staleness};
-pub use records::{cell_record, embedded, ledger, record};
+pub use records::{cell_record, embedded, ledger, record, ruling};
 pub use tag::{emulation, intrinsic, lifted, registry, target};
 pub use values::{canonical, contract, hash, inputs, readback, said, tensor_map, value};
 pub use verify::{bench, cell_gate, compare, conformance, gate, proof, proof_run, report};

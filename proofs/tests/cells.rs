@@ -13,6 +13,7 @@ use island_runtime::Target;
 use island_runtime::cell::{self, Buffers, CellError, Incumbent, Lang, Shape};
 use island_runtime::cell_record::{CandidateEvidence, CandidateKind, CellDecision, CellRecord, ShapeEvidence};
 use island_runtime::dispatch::{self, Forced, Keep};
+use island_runtime::ruling::{Verdict, Why};
 use island_runtime::runtimes::RuntimeName;
 use libtest_mimic::{Failed, Trial};
 
@@ -141,8 +142,8 @@ fn dispatched() -> Result<(), Failed> {
     };
     let current = cell::incumbent_hash(&MARKER);
     let run =
-        |records: &[CellRecord], forced: Option<&Forced>, keep: Keep| -> Result<(&'static str, Vec<u8>), Failed> {
-            let dispatch::Chosen { choice, why, .. } = dispatch::choose_from(&cpu, &key, records, forced, keep);
+        |records: &[CellRecord], forced: Option<&Forced>, keep: Keep| -> Result<(&'static str, Vec<u8>, Why), Failed> {
+            let dispatch::Chosen { choice, why } = dispatch::choose_from(&cpu, &key, records, forced, keep);
             let h: Vec<_> = inputs.iter().map(|b| cpu.create_from_slice(b)).collect();
             let (xq, xd, y) =
                 (cpu.empty(shape.cols), cpu.empty(shape.cols / 32 * 4), cpu.create_from_slice(&[0xff; 32]));
@@ -157,12 +158,12 @@ fn dispatched() -> Result<(), Failed> {
             )?;
             let out = island_runtime::readback::read(&cpu, y).map_err(|e| e.to_string())?;
             eprintln!("  {} ({why})", choice.name());
-            Ok((choice.name(), out))
+            Ok((choice.name(), out, why))
         };
     let sevens: Vec<u8> = f32::as_bytes(&[7.0f32; 8]).to_vec();
     // (what, the records, the setting, which incumbents may run, the candidate that must run, its
-    // output). The CPU runtime has no arms: its twin is `default`.
-    type Case<'a> = (&'a str, Vec<CellRecord>, Option<Forced>, Keep, &'a str, &'a Vec<u8>);
+    // output, the rule that must decide). The CPU runtime has no arms: its twin is `default`.
+    type Case<'a> = (&'a str, Vec<CellRecord>, Option<Forced>, Keep, &'a str, &'a Vec<u8>, Rule);
     let (exact, inexact) = (true, false);
     let other_driver = CellRecord {
         device: island_runtime::Fingerprint { driver: "another".into(), ..cell::fingerprint(&cpu) },
@@ -172,33 +173,47 @@ fn dispatched() -> Result<(), Failed> {
         code: vec![("twin".into(), "0".repeat(16)), (MARKER.name.into(), current.clone())],
         ..record(CellDecision::Declined, current.clone(), exact)
     };
+    let declined = || vec![record(CellDecision::Declined, current.clone(), exact)];
+    let inexact_declined = || vec![record(CellDecision::Declined, current.clone(), inexact)];
+    let named = Some(Forced::Named(MARKER.name.into()));
     let cases: [Case; 11] = [
+        ("declined", declined(), None, Keep::Exact, MARKER.name, &sevens, Rule::Recorded(CellDecision::Declined)),
         (
-            "declined",
-            vec![record(CellDecision::Declined, current.clone(), exact)],
+            "failed",
+            vec![record(CellDecision::Failed, current.clone(), exact)],
             None,
             Keep::Exact,
             MARKER.name,
             &sevens,
+            Rule::Recorded(CellDecision::Failed),
         ),
-        ("failed", vec![record(CellDecision::Failed, current.clone(), exact)], None, Keep::Exact, MARKER.name, &sevens),
         (
             "declined, the incumbent not bit-exact",
-            vec![record(CellDecision::Declined, current.clone(), inexact)],
+            inexact_declined(),
             None,
             Keep::Exact,
             "default",
             &want,
+            Rule::NotExact,
         ),
         (
             "declined, not bit-exact, fastest kept",
-            vec![record(CellDecision::Declined, current.clone(), inexact)],
+            inexact_declined(),
             None,
             Keep::Fastest,
             MARKER.name,
             &sevens,
+            Rule::Recorded(CellDecision::Declined),
         ),
-        ("flipped", vec![record(CellDecision::Flipped, current.clone(), exact)], None, Keep::Exact, "default", &want),
+        (
+            "flipped",
+            vec![record(CellDecision::Flipped, current.clone(), exact)],
+            None,
+            Keep::Exact,
+            "default",
+            &want,
+            Rule::Recorded(CellDecision::Flipped),
+        ),
         (
             "declined, the incumbent changed",
             vec![record(CellDecision::Declined, "0".repeat(16), exact)],
@@ -206,29 +221,16 @@ fn dispatched() -> Result<(), Failed> {
             Keep::Exact,
             "default",
             &want,
+            Rule::Stale,
         ),
-        ("declined, the twin changed since", vec![twin_changed], None, Keep::Exact, "default", &want),
-        ("no record", vec![], None, Keep::Exact, "default", &want),
-        ("declined under another driver", vec![other_driver], None, Keep::Exact, "default", &want),
-        (
-            "declined, the twin forced",
-            vec![record(CellDecision::Declined, current.clone(), exact)],
-            Some(Forced::Twin),
-            Keep::Exact,
-            "default",
-            &want,
-        ),
-        (
-            "no record, the incumbent forced",
-            vec![],
-            Some(Forced::Named(MARKER.name.into())),
-            Keep::Exact,
-            MARKER.name,
-            &sevens,
-        ),
+        ("declined, the twin changed since", vec![twin_changed], None, Keep::Exact, "default", &want, Rule::Stale),
+        ("no record", vec![], None, Keep::Exact, "default", &want, Rule::NoRecord),
+        ("declined under another driver", vec![other_driver], None, Keep::Exact, "default", &want, Rule::DriverChanged),
+        ("declined, the twin forced", declined(), Some(Forced::Twin), Keep::Exact, "default", &want, Rule::Forced),
+        ("no record, the incumbent forced", vec![], named, Keep::Exact, MARKER.name, &sevens, Rule::Forced),
     ];
-    for (what, records, forced, keep, name, bytes) in &cases {
-        let (ran, out) = run(records, forced.as_ref(), *keep)?;
+    for (what, records, forced, keep, name, bytes, rule) in &cases {
+        let (ran, out, why) = run(records, forced.as_ref(), *keep)?;
         if ran != *name || out != **bytes {
             return Err(format!(
                 "{what}: ran `{ran}`, expected `{name}`, and its output is {}",
@@ -236,8 +238,36 @@ fn dispatched() -> Result<(), Failed> {
             )
             .into());
         }
+        if !rule.decided(&why) {
+            return Err(format!("{what}: decided by {why:?}, expected {rule:?}").into());
+        }
     }
     Ok(())
+}
+
+/// The rule of the dispatch table a case expects to decide (`island_runtime::dispatch`).
+#[derive(Debug)]
+enum Rule {
+    Recorded(CellDecision),
+    NotExact,
+    Stale,
+    NoRecord,
+    DriverChanged,
+    Forced,
+}
+
+impl Rule {
+    fn decided(&self, why: &Why) -> bool {
+        let verdict = why.verdict();
+        match self {
+            Rule::Recorded(d) => matches!(why, Why::Recorded(_)) && verdict == Some(Verdict::Cell(*d)),
+            Rule::NotExact => matches!(why, Why::NotExact { .. }),
+            Rule::Stale => matches!(why, Why::Stale { .. }),
+            Rule::NoRecord => *why == Why::NoRecord,
+            Rule::DriverChanged => matches!(why, Why::DriverChanged { .. }),
+            Rule::Forced => matches!(why, Why::Forced { .. }),
+        }
+    }
 }
 
 /// `island_examples::cell::rmsnorm` on the CPU runtime (no record: the twin) computes the

@@ -302,7 +302,11 @@ fn selections_at(
 
 fn expect_default(selection: &(String, Selection), words: &[&str]) -> Result<(), Failed> {
     match &selection.1 {
-        Selection::Default(DefaultReason::Ledger { reason, .. }) if words.iter().all(|w| reason.contains(w)) => Ok(()),
+        Selection::Default(DefaultReason::Ledger { reason, .. })
+            if words.iter().all(|w| reason.to_string().contains(w)) =>
+        {
+            Ok(())
+        }
         other => Err(format!("{}: expected `default` for a reason naming {words:?}, got {other}", selection.0).into()),
     }
 }

@@ -23,6 +23,7 @@
 
 use crate::launch::cell::{CellError, CellKey, Incumbent, incumbent_hash, incumbents};
 use crate::records::cell_record::{CellDecision, CellRecord};
+use crate::records::ruling::{Followed, Verdict, Why};
 use crate::tag::target::Target;
 use crate::values::said::log_once_at;
 use cubecl::prelude::Client;
@@ -49,19 +50,17 @@ impl Choice {
     }
 }
 
-/// What [`choose_from`] decided for a cell: the candidate, the decision of the cell record it
-/// followed (`None` where no record of the device applied, or a setting forced the choice), and
-/// why, in words for the log.
+/// What [`choose_from`] decided for a cell: the candidate, and why, in the vocabulary arms
+/// share ([`Why`]: the rule that applied, and the cell record it read, if any).
 #[derive(Clone, Debug)]
 pub struct Chosen {
     pub choice: Choice,
-    pub record: Option<CellDecision>,
-    pub why: String,
+    pub why: Why,
 }
 
 impl Chosen {
-    fn new(choice: Choice, record: Option<CellDecision>, why: impl Into<String>) -> Chosen {
-        Chosen { choice, record, why: why.into() }
+    fn new(choice: Choice, why: Why) -> Chosen {
+        Chosen { choice, why }
     }
 }
 
@@ -169,63 +168,47 @@ pub fn choose_from(
         let all: Vec<&CellRecord> = records.iter().filter(|r| key.matches(r) && r.device.same_device(&fp)).collect();
         all.iter().find(|r| r.device.matches(&fp)).or(all.first()).copied()
     };
+    let forced_by = Why::Forced { setting: CANDIDATE.name };
+    let absent = |value: &str| Why::ForcedAbsent {
+        setting: CANDIDATE.name,
+        value: value.to_string(),
+        cell: key.to_string(),
+        runtime: runtime.to_string(),
+    };
     match forced {
-        Some(Forced::Twin) => return Chosen::new(twin, None, "forced by ISLANDS_CANDIDATE"),
-        Some(Forced::Default) => {
-            return Chosen::new(Choice::Twin(Target::default_for_client(client)), None, "forced by ISLANDS_CANDIDATE");
-        }
+        Some(Forced::Twin) => return Chosen::new(twin, forced_by),
+        Some(Forced::Default) => return Chosen::new(Choice::Twin(Target::default_for_client(client)), forced_by),
         Some(Forced::Incumbent) => {
             let named = record.and_then(|r| r.incumbent.as_deref()).and_then(|n| mine.iter().find(|i| i.name == n));
             return match named.or(mine.first()) {
-                Some(i) => Chosen::new(Choice::Incumbent(i), None, "forced by ISLANDS_CANDIDATE"),
-                None => Chosen::new(
-                    twin,
-                    None,
-                    format!("ISLANDS_CANDIDATE=incumbent, but no incumbent of {key} runs on `{runtime}`"),
-                ),
+                Some(i) => Chosen::new(Choice::Incumbent(i), forced_by),
+                None => Chosen::new(twin, absent("incumbent")),
             };
         }
         Some(Forced::Named(name)) => {
             return match mine.iter().find(|i| i.name == name) {
-                Some(i) => Chosen::new(Choice::Incumbent(i), None, "forced by ISLANDS_CANDIDATE"),
-                None => Chosen::new(
-                    twin,
-                    None,
-                    format!("ISLANDS_CANDIDATE=`{name}` is not an incumbent of {key} on `{runtime}`"),
-                ),
+                Some(i) => Chosen::new(Choice::Incumbent(i), forced_by),
+                None => Chosen::new(twin, absent(name)),
             };
         }
         None => {}
     }
     let Some(record) = record else {
-        return Chosen::new(twin, None, "no cell record of this device");
+        return Chosen::new(twin, Why::NoRecord);
     };
-    let decided = Some(record.decision);
+    let followed = Followed::cell(record);
     if !record.decision.keeps_incumbent() {
-        return Chosen::new(twin, decided, record.why());
+        return Chosen::new(twin, Why::Recorded(followed));
     }
-    if let Some(stale) = crate::launch::staleness::cell(record) {
-        return Chosen::new(
-            twin,
-            decided,
-            format!("{}, but the record is stale ({stale}): the twin runs", record.why()),
-        );
+    if let Some(because) = crate::launch::staleness::cell(record) {
+        return Chosen::new(twin, Why::Stale { record: followed, because });
     }
     // An incumbent's exactness was shown under one driver: another may compile it otherwise.
     if !record.device.matches(&fp) {
-        return Chosen::new(
-            twin,
-            decided,
-            format!(
-                "{}, but under driver {} (this one is {}): the twin runs",
-                record.why(),
-                record.device.driver,
-                fp.driver
-            ),
-        );
+        return Chosen::new(twin, Why::DriverChanged { record: followed, here: fp.driver.clone() });
     }
     let Some(fastest) = record.incumbent.as_deref() else {
-        return Chosen::new(twin, decided, format!("{}, but the record names no incumbent", record.why()));
+        return Chosen::new(twin, Why::NoIncumbentNamed(followed));
     };
     let name = match keep {
         Keep::Fastest => fastest,
@@ -246,25 +229,19 @@ pub fn choose_from(
             match best.filter(|n| wins(n) > wins("twin")) {
                 Some(n) => n,
                 None => {
-                    return Chosen::new(
-                        twin,
-                        decided,
-                        format!(
-                            "{}, but `{fastest}` is not bit-exact ({}) and no bit-exact incumbent is faster than the twin: the twin runs, for the same bytes on every backend (ISLANDS_CELLS=fastest runs `{fastest}`)",
-                            record.why(),
-                            distance_in(record, fastest)
-                        ),
-                    );
+                    let (fastest, distance) = (fastest.to_string(), distance_in(record, fastest));
+                    return Chosen::new(twin, Why::NotExact { record: followed, fastest, distance });
                 }
             }
         }
     };
+    let name = name.to_string();
     match mine.iter().find(|i| i.name == name) {
-        None => Chosen::new(twin, decided, format!("{}, but `{name}` is not registered in this build", record.why())),
-        Some(i) if record.hash_of(name) != Some(incumbent_hash(i).as_str()) => {
-            Chosen::new(twin, decided, format!("{}, but `{name}`'s code changed since", record.why()))
+        None => Chosen::new(twin, Why::IncumbentMissing { record: followed, name }),
+        Some(i) if record.hash_of(&name) != Some(incumbent_hash(i).as_str()) => {
+            Chosen::new(twin, Why::IncumbentUnhashed { record: followed, name })
         }
-        Some(i) => Chosen::new(Choice::Incumbent(i), decided, record.why()),
+        Some(i) => Chosen::new(Choice::Incumbent(i), Why::Recorded(followed)),
     }
 }
 
@@ -308,11 +285,11 @@ pub fn choose(client: &Client, key: &CellKey) -> Result<Choice, CellError> {
     let forced = forced().map_err(Clone::clone)?;
     let keep = keep().map_err(Clone::clone)?;
     let records = crate::records::embedded::cell_records().map_err(|e| CellError::Runtime(e.to_string()))?;
-    let Chosen { choice, record, why } = choose_from(client, key, records, forced, keep);
+    let Chosen { choice, why } = choose_from(client, key, records, forced, keep);
     // An incumbent computes its own bytes (bit-exact ones included, on the inputs the gate saw):
     // that is worth a warning, and so is a twin the gate found not bit-exact; the twin is the
     // normal case.
-    let failed = record == Some(CellDecision::Failed);
+    let failed = why.verdict() == Some(Verdict::Cell(CellDecision::Failed));
     let level = if matches!(choice, Choice::Incumbent(_)) || failed { log::Level::Warn } else { log::Level::Info };
     log_once_at(level, format!("cell {key} on {}", crate::hardware::device::runtime_name(client)), || {
         format!(

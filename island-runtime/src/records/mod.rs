@@ -5,4 +5,5 @@ pub mod cell_record;
 pub mod embedded;
 pub mod ledger;
 pub mod record;
+pub mod ruling;
 pub mod view;

@@ -28,6 +28,7 @@
 use crate::hardware::divergence;
 use crate::hardware::fingerprint::Fingerprint;
 use crate::records::record::{Decision, Record};
+use crate::records::ruling::{Followed, Why};
 use island_vocab::Profile;
 use serde::Serialize;
 use std::fmt;
@@ -146,90 +147,66 @@ impl DeviceLedger {
     }
 
     /// Why `default` runs instead of (`island`, `arm`) on this device, if it does (module docs).
-    pub fn veto(&self, island: &str, arm: &str) -> Option<String> {
+    pub fn veto(&self, island: &str, arm: &str) -> Option<Why> {
         if self.policy == Policy::Off {
             return None;
         }
         if let Some(d) = divergence::known(&self.profile, island) {
-            return Some(format!("a measured divergence of this device: {} ({})", d.quirk.cause, d.quirk.measured));
+            return Some(Why::Divergence { cause: d.quirk.cause, measured: d.quirk.measured });
         }
         let facts = self.facts(island, arm);
         let mine = |r: &&Record| r.island == island && r.arm == arm;
         if let Some(r) = self.failed_elsewhere.iter().find(mine) {
-            return Some(format!(
-                "it failed on {} ({}, driver `{}`): {}; a failed arm runs on no device until that record is re-gated",
-                r.device.device,
-                r.device.runtime,
-                r.device.driver,
-                r.why()
-            ));
+            return Some(Why::FailedElsewhere(Followed::arm(r)));
         }
         let exact = self.records.iter().filter(mine).find(|r| r.device == self.device);
-        let stale = facts.and_then(|f| f.stale.as_deref());
-        if let Some(why) = exact.and_then(Record::machine_code_unchecked) {
-            return Some(format!(
-                "the record of this device concludes nothing: {why} (the machine-code check fails closed)"
-            ));
+        let stale = facts.and_then(|f| f.stale.clone());
+        if let Some(r) = exact
+            && let Some(why) = r.machine_code_unchecked()
+        {
+            return Some(Why::MachineCodeUnchecked { record: Followed::arm(r), why });
         }
+        let strict = self.policy == Policy::Strict;
         match exact {
             Some(r) if r.decision.selects_arm() => match stale {
                 None => return None,
-                Some(why) => {
-                    if self.policy == Policy::Strict {
-                        return Some(format!("strict policy, and the `flipped` record of this device is stale: {why}"));
-                    }
-                }
+                Some(why) if strict => return Some(Why::Strict { record: Some(Followed::arm(r)), stale: Some(why) }),
+                Some(_) => {}
             },
             Some(r) if r.decision == Decision::Unverified => {
-                if self.policy == Policy::Strict {
-                    return Some(format!("strict policy, and the record of this device is {}", r.why()));
+                if strict {
+                    return Some(Why::Strict { record: Some(Followed::arm(r)), stale: None });
                 }
                 if !r.exact_half_passed() {
-                    return Some(format!(
-                        "the record of this device is unverified and its bit-exact half did not pass ({})",
-                        r.note.as_deref().unwrap_or("no note")
-                    ));
+                    let note = r.note.clone().unwrap_or_else(|| "no note".into());
+                    return Some(Why::UnverifiedInexact { record: Followed::arm(r), note });
                 }
                 // Current code hashes: the arm runs.
                 stale.as_ref()?;
             }
-            Some(r) => return Some(format!("the ledger's record on this device: {}", r.why())),
+            Some(r) => return Some(Why::Recorded(Followed::arm(r))),
             None => {}
         }
         // A measured "no" under another driver of the same device still holds.
         if let Some(r) =
             self.records.iter().filter(mine).find(|r| !r.decision.selects_arm() && r.decision != Decision::Unverified)
         {
-            return Some(format!("the ledger's record of this device under driver `{}`: {}", r.device.driver, r.why()));
+            return Some(Why::OtherDriver(Followed::arm(r)));
         }
         // Portable code stands where `default` stands, under every policy.
         if facts.is_some_and(|f| f.carry == Carry::AsDefault) {
             return None;
         }
-        if self.policy == Policy::Strict {
-            return Some(match stale {
-                Some(why) => format!("strict policy, and the record of this device is stale: {why}"),
-                None => {
-                    "strict policy, and the ledger has no `flipped` record of this arm on this device and driver".into()
-                }
-            });
+        if strict {
+            return Some(Why::Strict { record: None, stale });
         }
         match facts {
-            None => Some("no record of this device, and the arm is not registered, so no proof covers it here".into()),
-            Some(f) => match (&f.carry, stale) {
-                (Carry::AsDefault, _) => None,
-                (Carry::Proof, _) if self.runtime_witness.is_some() || self.policy == Policy::Trust => None,
-                (Carry::Proof, _) => Some(format!(
-                    "no device of runtime `{}` has run an island natively (no record in the ledgers), so nothing \
-                     shows its code generator's output exact; `ISLANDS_POLICY=trust` runs the arm on its CPU proof",
-                    self.device.runtime
-                )),
-                (Carry::Record(why), Some(stale)) => {
-                    Some(format!("the record of this device is stale ({stale}), and {why}"))
-                }
-                (Carry::Record(why), None) => {
-                    Some(format!("no record of this device shows it exact, and {why} (`islands gate` measures it)"))
-                }
+            None => Some(Why::NotRegistered),
+            Some(f) => match &f.carry {
+                Carry::AsDefault => None,
+                Carry::Proof if self.runtime_witness.is_some() || self.policy == Policy::Trust => None,
+                Carry::Proof => Some(Why::Unwitnessed { runtime: self.device.runtime.clone() }),
+                Carry::Record(why) => Some(Why::NeedsRecord { needs: why.clone(), stale }),
             },
         }
     }
@@ -240,6 +217,7 @@ mod tests {
     use crate::records::record::{
         CodeHashes, ConformanceEvidence, MachineCodeEvidence, ProofEvidence, SpeedEvidence, code_hash,
     };
+    use crate::records::ruling::Verdict;
     use island_vocab::Backend;
 
     fn device(driver: &str) -> Fingerprint {
@@ -325,19 +303,24 @@ mod tests {
     fn without_a_record_only_defined_arms_run() {
         assert_eq!(view(Policy::Evidence, vec![], ArmFacts::default()).veto("k#0", "cuda"), None);
         let why = view(Policy::Evidence, vec![], device_defined()).veto("k#0", "cuda").unwrap();
-        assert!(why.contains("plane::sum<f32>"), "{why}");
-        assert!(
-            view(Policy::Evidence, vec![], ArmFacts::default()).veto("k#1", "cuda").is_some(),
+        assert!(matches!(&why, Why::NeedsRecord { needs, stale: None } if needs.contains("plane::sum<f32>")), "{why}");
+        assert_eq!(
+            view(Policy::Evidence, vec![], ArmFacts::default()).veto("k#1", "cuda"),
+            Some(Why::NotRegistered),
             "an unregistered arm"
         );
-        assert!(view(Policy::Strict, vec![], ArmFacts::default()).veto("k#0", "cuda").is_some());
+        assert_eq!(
+            view(Policy::Strict, vec![], ArmFacts::default()).veto("k#0", "cuda"),
+            Some(Why::Strict { record: None, stale: None })
+        );
         assert_eq!(view(Policy::Off, vec![], device_defined()).veto("k#0", "cuda"), None);
     }
 
     #[test]
     fn a_runtime_nobody_ran_natively_runs_defined_arms_only_on_trust() {
         let why = unwitnessed(Policy::Evidence, vec![], ArmFacts::default()).veto("k#0", "cuda").unwrap();
-        assert!(why.contains("runtime `cuda`") && why.contains("ISLANDS_POLICY=trust"), "{why}");
+        assert_eq!(why, Why::Unwitnessed { runtime: "cuda".into() });
+        assert!(why.to_string().contains("ISLANDS_POLICY=trust"), "{why}");
         assert_eq!(unwitnessed(Policy::Trust, vec![], ArmFacts::default()).veto("k#0", "cuda"), None);
         // Trust carries only proofs that carry: a device-defined arm still needs a record.
         assert!(unwitnessed(Policy::Trust, vec![], device_defined()).veto("k#0", "cuda").is_some());
@@ -368,7 +351,8 @@ mod tests {
         failed.device.device = "NVIDIA H100".into();
         for policy in [Policy::Evidence, Policy::Trust, Policy::Strict] {
             let why = view(policy, vec![failed.clone()], ArmFacts::default()).veto("k#0", "cuda").unwrap();
-            assert!(why.contains("failed on NVIDIA H100") && why.contains("re-gated"), "{policy}: {why}");
+            assert!(matches!(&why, Why::FailedElsewhere(f) if f.device == "NVIDIA H100"), "{policy}: {why}");
+            assert!(why.to_string().contains("re-gated"), "{policy}: {why}");
             // Even beside a flip of this exact device.
             let both = vec![failed.clone(), record(Decision::Flipped, "nvidia 580")];
             assert!(view(policy, both, device_defined()).veto("k#0", "cuda").is_some(), "{policy}");
@@ -391,7 +375,11 @@ mod tests {
     fn a_measured_no_survives_a_driver_update_and_a_flip_needs_the_exact_driver() {
         let declined = view(Policy::Evidence, vec![record(Decision::DeclinedSlow, "nvidia 575")], ArmFacts::default());
         let why = declined.veto("k#0", "cuda").unwrap();
-        assert!(why.contains("0.500×") && why.contains("nvidia 575"), "{why}");
+        let decided = Verdict::Arm(Decision::DeclinedSlow);
+        assert!(
+            matches!(&why, Why::OtherDriver(f) if f.driver == "nvidia 575" && f.verdict == decided && f.said.contains("0.500×")),
+            "{why}"
+        );
         let flipped_elsewhere = view(Policy::Evidence, vec![record(Decision::Flipped, "nvidia 575")], device_defined());
         assert!(flipped_elsewhere.veto("k#0", "cuda").is_some(), "a flip under another driver is no evidence here");
         let flipped = view(Policy::Strict, vec![record(Decision::Flipped, "nvidia 580")], device_defined());
@@ -414,7 +402,8 @@ mod tests {
             let mut flipped = record(Decision::Flipped, "nvidia 580");
             flipped.conformance.machine_code = machine_code;
             let why = view(Policy::Evidence, vec![flipped.clone()], device_defined()).veto("k#0", "cuda").unwrap();
-            assert!(why.contains("fails closed"), "{why}");
+            assert!(matches!(why, Why::MachineCodeUnchecked { .. }), "{why}");
+            assert!(why.to_string().contains("fails closed"), "{why}");
             assert!(!flipped.exact_half_passed());
         }
     }
@@ -425,7 +414,7 @@ mod tests {
         let why = view(Policy::Evidence, vec![record(Decision::Flipped, "nvidia 580")], stale.clone())
             .veto("k#0", "cuda")
             .unwrap();
-        assert!(why.contains("stale"), "{why}");
+        assert!(matches!(&why, Why::NeedsRecord { stale: Some(s), .. } if s.contains("changed")), "{why}");
         assert!(
             view(Policy::Strict, vec![record(Decision::Flipped, "nvidia 580")], stale).veto("k#0", "cuda").is_some()
         );
@@ -457,7 +446,7 @@ mod tests {
             ..timing_only.clone()
         };
         let why = view(Policy::Evidence, vec![errored], ArmFacts::default()).veto("k#0", "cuda").unwrap();
-        assert!(why.contains("unverified"), "{why}");
+        assert!(matches!(why, Why::UnverifiedInexact { .. }), "{why}");
         let no_instruction = Record {
             conformance: ConformanceEvidence { instructions: vec![], ..timing_only.conformance.clone() },
             ..timing_only

@@ -9,6 +9,7 @@
 //!   that device's semantics otherwise (the CPU runtime running a `cuda` arm, say).
 
 use crate::hardware::device::Exec;
+use crate::records::ruling::Why;
 use crate::records::view::DeviceLedger;
 use cubecl::prelude::Client;
 use island_vocab::{Backend, Executor, Profile, Site};
@@ -88,7 +89,7 @@ pub enum DefaultReason {
     GuardUnmet { arm: &'static str, unmet: String },
     /// The arm's guard holds, but nothing shows it exact on this device, or its record says it
     /// does not run here (`crate::launch::policy`).
-    Ledger { arm: &'static str, reason: String },
+    Ledger { arm: &'static str, reason: Why },
 }
 
 impl fmt::Display for DefaultReason {
