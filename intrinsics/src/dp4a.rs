@@ -47,9 +47,14 @@ mod definition {
     }
 
     /// The same function in plain Rust, the reference the conformance and unit tests use.
+    /// Written out byte by byte (byte 0 first) rather than folded: unoptimised test builds call
+    /// it for every weight word of the model's plain-Rust forward pass.
     pub fn reference(a: i32, b: i32, c: i32) -> i32 {
         let (a, b) = (a.to_le_bytes(), b.to_le_bytes());
-        (0..4).fold(c, |acc, i| acc.wrapping_add(a[i] as i8 as i32 * b[i] as i8 as i32))
+        c.wrapping_add(a[0] as i8 as i32 * b[0] as i8 as i32)
+            .wrapping_add(a[1] as i8 as i32 * b[1] as i8 as i32)
+            .wrapping_add(a[2] as i8 as i32 * b[2] as i8 as i32)
+            .wrapping_add(a[3] as i8 as i32 * b[3] as i8 as i32)
     }
 }
 
