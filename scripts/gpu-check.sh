@@ -2,8 +2,8 @@
 # Runs the device checks with an `islands` binary built with `--features cuda,vulkan`, on a
 # machine with an NVIDIA GPU, CUDA 13 (NVRTC) and NVIDIA's Vulkan driver: the float-semantics
 # probe, conformance of every arm the GPU selects plus the examples, the tensor-core model over
-# the adversarial tile set, and the gate (records in
-# log-dir/ledger-<runtime>/), on both drivers; then the examples at full size and the benches on
+# the adversarial tile set, and the gate, on both drivers (the records of both in
+# log-dir/ledger/, one file per crate); then the examples at full size and the benches on
 # CUDA, once with the ledger ignored and once with the gate's records in use.
 #
 #   scripts/gpu-check.sh path/to/islands [log-dir] [full|quick|perf]
@@ -34,8 +34,8 @@ if [ "$mode" != perf ]; then
   run conform-cuda conform --runtime cuda
   run tensor-core tensor-core --runtime cuda --sample "$logs/tensor-core-data"
   run conform-vulkan conform --runtime vulkan
-  run gate-cuda gate --runtime cuda --write "$logs/ledger-cuda"
-  run gate-vulkan gate --runtime vulkan --write "$logs/ledger-vulkan"
+  run gate-cuda gate --runtime cuda --write "$logs/ledger"
+  run gate-vulkan gate --runtime vulkan --write "$logs/ledger"
 fi
 if [ "$mode" != quick ]; then
   run example-q8-vulkan example q8-matvec --runtime vulkan --rows 4096 --cols 14336 --cpu-rows 16
@@ -43,7 +43,7 @@ if [ "$mode" != quick ]; then
   run example-q8 example q8-matvec --runtime cuda --rows 4096 --cols 14336 --cpu-rows 32
   run example-rmsnorm example rmsnorm --runtime cuda --rows 4096 --cols 4096 --cpu-rows 8
   ISLANDS_POLICY=off run bench-policy-off bench --runtime cuda --rounds 11
-  ledgers="$(ls "$logs"/ledger-cuda/*.json 2>/dev/null | tr '\n' ':')"
+  ledgers="$(ls "$logs"/ledger/*.json 2>/dev/null | tr '\n' ':')"
   ISLANDS_LEDGER="$ledgers" run bench bench --runtime cuda --rounds 11
 fi
 exit $status

@@ -23,7 +23,9 @@ pub struct Args {
     /// The device runtime (vulkan, cuda).
     #[arg(long, value_parser = crate::args::runtime)]
     runtime: RuntimeName,
-    /// Write `DIR/<crate>.json` instead of each crate's `ledger.json`.
+    /// Write `DIR/<crate>.json` instead of each crate's `ledger.json`. A file already there is
+    /// the starting point (so gates of several devices or runtimes, written to one DIR, gather
+    /// in one ledger per crate); otherwise the crate's committed ledger is.
     #[arg(long)]
     write: Option<PathBuf>,
     /// The speed half's pass mark: `default`'s time / the arm's.
@@ -66,6 +68,8 @@ pub enum GateError {
     Ledger(#[from] embedded::CommittedError),
     #[error(transparent)]
     File(#[from] FileError),
+    #[error("`{path}` (the gate's --write folder) does not parse as a ledger: {source}")]
+    Written { path: PathBuf, source: island_runtime::ledger::ParseError },
     #[error("the cell registry is inconsistent:\n  {}", .0.join("\n  "))]
     Registry(Vec<String>),
 }
@@ -101,7 +105,7 @@ pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, 
         .clone()
         .ok_or_else(|| NotADevice(island_runtime::device::runtime_name(device).to_string()))?;
     eprintln!("device: {fingerprint}");
-    let mut ledgers = embedded::committed()?;
+    let mut ledgers = starting_ledgers(options.write_dir.as_deref())?;
     let mut rows = Vec::new();
     let mut failed = 0;
     for &entry in registry::arms() {
@@ -141,6 +145,24 @@ fn row(r: &Record) -> Vec<String> {
     ]
 }
 
+/// Each crate's ledger a gate adds its records to: `<dir>/<crate>.json` where `write_dir` holds
+/// one, else the committed ledger.
+fn starting_ledgers(write_dir: Option<&Path>) -> Result<BTreeMap<&'static str, (PathBuf, Ledger)>, GateError> {
+    let mut ledgers = embedded::committed()?;
+    let Some(dir) = write_dir else { return Ok(ledgers) };
+    for (krate, (_, ledger)) in ledgers.iter_mut() {
+        let path = dir.join(format!("{krate}.json"));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(FileError { path, source }.into()),
+        };
+        *ledger = Ledger::parse(&text).map_err(|source| GateError::Written { path: path.clone(), source })?;
+        eprintln!("ledger of {krate}: continuing {} ({} records)", path.display(), ledger.records.len());
+    }
+    Ok(ledgers)
+}
+
 /// Writes each crate's ledger, to `<dir>/<crate>.json` with `write_dir`.
 fn write_ledgers(
     ledgers: &BTreeMap<&'static str, (PathBuf, Ledger)>,
@@ -178,7 +200,7 @@ pub fn run_ops(
     if !problems.is_empty() {
         return Err(GateError::Registry(problems));
     }
-    let mut ledgers = embedded::committed()?;
+    let mut ledgers = starting_ledgers(write_dir)?;
     let mut ok = true;
     let mut rows = Vec::new();
     for registered in cell::ops() {

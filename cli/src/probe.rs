@@ -7,6 +7,9 @@
 //!   2.5 ULP for division and inherits `sqrt` from `inversesqrt`);
 //! - `a*b + c` written as two operations, and `a / 4096 + c` (a division by a power of two is a
 //!   multiplication, which a compiler may then fuse): whether the device contracts them into FMA;
+//! - `a + b` and `a * b` where the results are subnormal or near it: whether the device keeps
+//!   subnormal results or flushes them to zero (Vulkan lets a driver flush unless the shader
+//!   declares `DenormPreserve`);
 //! - `plane_sum`: which addition order the device's plane reduction has (xor butterfly 1, 2, 4, …;
 //!   the reverse butterfly; a left-to-right fold), plane by plane.
 //!
@@ -52,10 +55,14 @@ pub enum Op {
     InvSqrt,
     MulAdd,
     DivPow2Add,
+    /// `a + b` of two values near the subnormal range.
+    AddTiny,
+    /// `a * b` of a value near the subnormal range and a realistic one.
+    MulTiny,
 }
 
 impl Op {
-    const ALL: [Op; 5] = [Op::Div, Op::Sqrt, Op::InvSqrt, Op::MulAdd, Op::DivPow2Add];
+    const ALL: [Op; 7] = [Op::Div, Op::Sqrt, Op::InvSqrt, Op::MulAdd, Op::DivPow2Add, Op::AddTiny, Op::MulTiny];
 
     fn name(self) -> &'static str {
         match self {
@@ -64,6 +71,17 @@ impl Op {
             Op::InvSqrt => "1 / sqrt(|a|)",
             Op::MulAdd => "a * b + c (two operations)",
             Op::DivPow2Add => "a / 4096 + c",
+            Op::AddTiny => "a + b, both tiny",
+            Op::MulTiny => "a * b, a tiny",
+        }
+    }
+
+    /// How many operands are tiny (subnormal, or normal within 8 binades of the subnormals).
+    fn tiny_operands(self) -> usize {
+        match self {
+            Op::AddTiny => 2,
+            Op::MulTiny => 1,
+            _ => 0,
         }
     }
 
@@ -76,6 +94,8 @@ impl Op {
             Op::InvSqrt => 1.0 / a.abs().sqrt(),
             Op::MulAdd => a * b + c,
             Op::DivPow2Add => a / 4096.0 + c,
+            Op::AddTiny => a + b,
+            Op::MulTiny => a * b,
         }
     }
 }
@@ -91,6 +111,8 @@ fn scalar_op(a: &[f32], b: &[f32], c: &[f32], out: &mut [f32], #[comptime] op: O
             Op::InvSqrt => 1.0f32 / x.abs().sqrt(),
             Op::MulAdd => x * y + z,
             Op::DivPow2Add => x / 4096.0f32 + z,
+            Op::AddTiny => x + y,
+            Op::MulTiny => x * y,
         };
     }
 }
@@ -108,6 +130,18 @@ fn realistic(n: usize, rng: &mut Rng) -> Vec<f32> {
             let sign = if rng.below(2) == 0 { 1.0 } else { -1.0 };
             let mantissa = 1.0 + (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
             sign * mantissa * 2f32.powi(rng.below(6) as i32 - 3)
+        })
+        .collect()
+}
+
+/// Floats of random sign and mantissa, half of them subnormal and half normal in the lowest 8
+/// binades: sums and products of them land in the subnormal range.
+fn tiny(n: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            let sign = (rng.below(2) as u32) << 31;
+            let exponent = if rng.below(2) == 0 { 0 } else { 1 + rng.below(8) as u32 };
+            f32::from_bits(sign | exponent << 23 | (rng.next_u64() as u32 & 0x7f_ffff))
         })
         .collect()
 }
@@ -177,8 +211,14 @@ pub fn run_on(device: &Client, samples: usize, seed: u64) -> Result<bool, ProbeE
     let a = realistic(samples, &mut rng);
     let b = realistic(samples, &mut rng);
     let c = realistic(samples, &mut rng);
+    let (ta, tb) = (tiny(samples, &mut rng), tiny(samples, &mut rng));
     let mut all_equal = true;
     for op in Op::ALL {
+        let (a, b) = match op.tiny_operands() {
+            2 => (&ta, &tb),
+            1 => (&ta, &b),
+            _ => (&a, &b),
+        };
         let got = run_op(device, op, &a, &b, &c)?;
         let cpu_got = run_op(&cpu, op, &a, &b, &c)?;
         let host: Vec<f32> = (0..samples).map(|i| op.host(a[i], b[i], c[i])).collect();

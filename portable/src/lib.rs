@@ -68,9 +68,10 @@ pub fn max_signed_zero<T: Numeric>(a: T, b: T) -> T {
     m
 }
 
-/// The values of this unit's group of `width` consecutive units, in unit order.
+/// The values of this unit's group of `width` consecutive units, in unit order, through shared
+/// memory (two cube barriers). Every unit of the cube must call it.
 #[cube]
-fn group_values<T: CubePrimitive>(value: T, #[comptime] width: u32) -> Array<T> {
+pub fn group_values<T: CubePrimitive>(value: T, #[comptime] width: u32) -> Array<T> {
     let mut slots = Shared::<[T]>::new_slice(CUBE_UNITS);
     slots[UNIT_POS as usize] = value;
     sync_cube();

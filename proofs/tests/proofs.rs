@@ -44,7 +44,7 @@ fn main() {
     trials.extend(dont_care::trials());
     trials.extend(formulation::trials());
     // The fixtures (crate `proofs`) keep no ledger.
-    trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics"]));
+    trials.extend(proofs::ledger::trials(&["island-examples", "island-intrinsics", "island-llm"]));
     const OURS: &[&str] = &["island-examples", "island-intrinsics", "island-llm", "proofs"];
     let ours = OURS;
     trials.push(proofs::census::trial(concat!(env!("CARGO_MANIFEST_DIR"), "/census.json").into(), OURS));

@@ -2,9 +2,13 @@
 //!
 //! A lane sum of `count` terms over `L` lanes (a power of two) is `L` partial sums, lane `l`
 //! folding terms `l, l + L, l + 2L, …` in order from `+0.0`, then the `L` partials added
-//! pairwise, neighbours first: `((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7))`. The order
-//! belongs to the definition, not to a device: it does not depend on a plane width, a core count
-//! or a launch shape. How the work is spread does:
+//! pairwise, neighbours first: `((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7))`. The tree
+//! [`flush`]es: each partial, and each pairwise sum, is a zero of its sign where it is subnormal.
+//! So a device that flushes subnormal operands and results of float arithmetic (NVIDIA's Vulkan
+//! driver, which offers no `DenormPreserve`) computes the definition's bits, and so does every
+//! other device, with the flush written out. The order belongs to the definition, not to a
+//! device: it does not depend on a plane width, a core count or a launch shape. How the work is
+//! spread does:
 //!
 //! - `width` [`units`] share one lane sum: each holds `L / width` consecutive lanes, folds its
 //!   own partials in registers (pairwise, the same tree's lower levels), and the group adds the
@@ -16,6 +20,7 @@
 //!
 //! Either way the bytes are the definition's; [`crate::reference`] computes them serially.
 
+use crate::math::flush;
 use cubecl::prelude::*;
 use island_intrinsics::{plane, portable};
 use island_runtime::prelude::*;
@@ -27,19 +32,21 @@ pub const LANES_8: u32 = 8;
 /// The lanes of a sum over a whole vector: RMSNorm's squares, softmax's exponentials.
 pub const LANES_32: u32 = 32;
 
-/// The sum over each aligned group of 8 units, neighbours first, received by every unit of
-/// the group. Every unit of the cube must call it (`default` synchronises the cube).
+/// The sum over each aligned group of 8 units, neighbours first, [`flush`]ed as the lane sum's
+/// tree is, received by every unit of the group. Every unit of the cube must call it
+/// (`default` synchronises the cube).
 #[islands]
 #[cube]
 pub fn tree8(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
         cuda | vulkan | metal | webgpu if plane >= 8 => {
-            let a = v + plane::shuffle_xor::call::<f32>(v, 1u32, target);
-            let b = a + plane::shuffle_xor::call::<f32>(a, 2u32, target);
-            b + plane::shuffle_xor::call::<f32>(b, 4u32, target)
+            let v = flush(v);
+            let a = flush(v + plane::shuffle_xor::call::<f32>(v, 1u32, target));
+            let b = flush(a + plane::shuffle_xor::call::<f32>(a, 2u32, target));
+            flush(b + plane::shuffle_xor::call::<f32>(b, 4u32, target))
         },
-        default => portable::tree_sum::<f32>(v, 8u32),
+        default => group_tree(v, 8u32),
     }
 }
 
@@ -51,13 +58,14 @@ pub fn tree32(v: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(v: f32) -> f32, cube_dim = 64;
         cuda | vulkan | metal | webgpu if plane >= 32 => {
-            let a = v + plane::shuffle_xor::call::<f32>(v, 1u32, target);
-            let b = a + plane::shuffle_xor::call::<f32>(a, 2u32, target);
-            let c = b + plane::shuffle_xor::call::<f32>(b, 4u32, target);
-            let d = c + plane::shuffle_xor::call::<f32>(c, 8u32, target);
-            d + plane::shuffle_xor::call::<f32>(d, 16u32, target)
+            let v = flush(v);
+            let a = flush(v + plane::shuffle_xor::call::<f32>(v, 1u32, target));
+            let b = flush(a + plane::shuffle_xor::call::<f32>(a, 2u32, target));
+            let c = flush(b + plane::shuffle_xor::call::<f32>(b, 4u32, target));
+            let d = flush(c + plane::shuffle_xor::call::<f32>(c, 8u32, target));
+            flush(d + plane::shuffle_xor::call::<f32>(d, 16u32, target))
         },
-        default => portable::tree_sum::<f32>(v, 32u32),
+        default => group_tree(v, 32u32),
     }
 }
 
@@ -97,8 +105,17 @@ pub fn block_units(target: &Target) -> u32 {
     if matches!(target.explain(island_runtime::sites_of!(max8)[0]), Selection::Arm(_)) { 8 } else { 1 }
 }
 
-/// The pairwise sum of the first `n` values of `p` (a power of two), neighbours first, in
-/// place; `p[0]` holds it.
+/// The lane sum's tree of each aligned group of `width` units' values, through shared memory:
+/// [`tree8`]'s and [`tree32`]'s `default`.
+#[cube]
+fn group_tree(v: f32, #[comptime] width: u32) -> f32 {
+    let mut p = portable::group_values::<f32>(v, width);
+    fold(&mut p, width);
+    p[0]
+}
+
+/// The lane sum's tree over the first `n` values of `p` (a power of two): each value and each
+/// pairwise sum [`flush`]ed, neighbours first, in place; `p[0]` holds it.
 #[cube]
 pub fn fold(p: &mut Array<f32>, #[comptime] n: u32) {
     fold_at(p, 0, n);
@@ -108,10 +125,14 @@ pub fn fold(p: &mut Array<f32>, #[comptime] n: u32) {
 #[cube]
 pub fn fold_at(p: &mut Array<f32>, at: usize, #[comptime] n: u32) {
     #[unroll]
+    for j in 0..comptime!(n as usize) {
+        p[at + j] = flush(p[at + j]);
+    }
+    #[unroll]
     for level in 0..comptime!(n.trailing_zeros()) {
         #[unroll]
         for j in 0..comptime!((n >> (level + 1)) as usize) {
-            p[at + j] = p[at + 2 * j] + p[at + 2 * j + 1];
+            p[at + j] = flush(p[at + 2 * j] + p[at + 2 * j + 1]);
         }
     }
 }

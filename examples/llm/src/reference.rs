@@ -36,11 +36,12 @@ pub fn quantize(x: &[f32]) -> (Vec<i32>, Vec<f32>) {
 
 /// The definitions' order of a long sum ([`crate::lanes`]): `lanes` partial sums, lane `l`
 /// folding terms `l, l + lanes, …` from `+0.0` with `term(acc, i)`, then the partials added
-/// pairwise, neighbours first.
+/// pairwise, neighbours first, each partial and each pairwise sum flushed.
 pub fn lane_sum(lanes: usize, count: usize, term: impl Fn(f32, usize) -> f32) -> f32 {
-    let mut partials: Vec<f32> = (0..lanes).map(|l| (l..count).step_by(lanes).fold(0.0f32, &term)).collect();
+    let mut partials: Vec<f32> =
+        (0..lanes).map(|l| flush_host((l..count).step_by(lanes).fold(0.0f32, &term))).collect();
     while partials.len() > 1 {
-        partials = partials.chunks_exact(2).map(|pair| pair[0] + pair[1]).collect();
+        partials = partials.chunks_exact(2).map(|pair| flush_host(pair[0] + pair[1])).collect();
     }
     partials[0]
 }
