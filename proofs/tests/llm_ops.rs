@@ -76,8 +76,9 @@ pub fn trials() -> Vec<Trial> {
             for (name, check) in checks {
                 // A one-token step's fused kernels run on the CPU runtime here and on CUDA in the
                 // engine (`island_llm::engine`: not through SPIR-V's shared memory, which crashes
-                // lavapipe, nor through WGSL, where they do not compile in bounded time).
-                let step = name.starts_with("act_matvec") || name == "attention_step" || name == "choose";
+                // lavapipe, nor through WGSL, where they do not compile in bounded time). The
+                // choice runs everywhere (through wgpu in two launches, without shared memory).
+                let step = name.starts_with("act_matvec") || name == "attention_step";
                 if step && !matches!(r, RuntimeName::Cpu | RuntimeName::Device(Backend::Cuda)) {
                     continue;
                 }
@@ -599,9 +600,10 @@ fn choose(client: &cubecl::prelude::Client, target: Target) -> Result<(), Failed
         cases.push((0..vocab).map(|_| rng.below(5) as f32).collect());
     }
     let step = client.create_from_slice(u32::as_bytes(&[7, 8, 0]));
+    let parts = client.empty(island_llm::choose::PARTS_LEN * 4);
     for (k, logits) in cases.iter().enumerate() {
         let h = client.create_from_slice(f32::as_bytes(logits));
-        island_llm::choose::launch(client, &h, &step, vocab, target)?;
+        island_llm::choose::launch(client, &h, &step, &parts, vocab, target)?;
         let got = u32::from_bytes(&client.read_one(step.clone())?).to_vec();
         let want = generate::argmax(logits);
         let pos = 8 + k as u32;

@@ -92,6 +92,8 @@ struct Scratch {
     batch_logits: Option<Handle>,
     /// What changes between steps, `u32`s at [`slots`].
     step: Handle,
+    /// The units' bests of [`crate::choose`] where they do not meet in shared memory.
+    choose_parts: Handle,
 }
 
 /// The parts of a step, each launched, or recorded once and replayed.
@@ -242,6 +244,7 @@ impl Engine {
             logits: client.empty(c.vocab * 4),
             batch_logits: None,
             step: client.create_from_slice(u32::as_bytes(&vec![0; slots::len(b)])),
+            choose_parts: client.empty(choose::PARTS_LEN * 4),
         };
         Ok(Engine {
             replays: [Replay::Untried, Replay::Untried, Replay::Untried],
@@ -562,7 +565,7 @@ impl Engine {
         let (client, t, sc) = (&self.client, self.target, &self.scratch);
         match part {
             Part::Head => return self.norm_matvec(&self.output_norm, &self.embedding, &sc.logits, tokens),
-            Part::Choose => return choose::launch(client, &sc.logits, &sc.step, c.vocab, t),
+            Part::Choose => return choose::launch(client, &sc.logits, &sc.step, &sc.choose_parts, c.vocab, t),
             Part::Layers => {}
         }
         let kv = c.kv_dim();
@@ -729,13 +732,12 @@ impl Engine {
 }
 
 /// Whether [`crate::generate`] keeps two steps in flight on this engine ([`Engine::submit`]):
-/// on CUDA, where it takes the host's path off the device's time, and on the CPU runtime, where
-/// the checks run the same loop (its reads are views, copied as each step is submitted, so
-/// there it gains nothing). Not through wgpu: [`crate::choose`] takes its maximum in shared
-/// memory, which CubeCL's SPIR-V does not declare so that lavapipe runs it
-/// (`runs_step_kernels`).
+/// on CUDA and Vulkan (SPIR-V), where it takes the host's path off the device's time (a read
+/// copies the buffers at the point it is enqueued, before the next step's launches), and on the
+/// CPU runtime, where the checks run the same loop (its reads are views, copied as each step is
+/// submitted, so there it gains nothing). Not yet through WGSL, where no run has shown it.
 fn pipelines(client: &Client) -> bool {
-    matches!(island_runtime::hardware::device::runtime_name(client), "cuda" | "cpu")
+    matches!(island_runtime::hardware::device::runtime_name(client), "cuda" | "cpu" | "wgpu<spirv>")
 }
 
 /// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA. Not on Vulkan
