@@ -225,7 +225,11 @@ pub fn run_ops(
             record.device.runtime.clone(),
             record.decision.word().into(),
             record.ratio.map_or("-".into(), |r| format!("{r:.3}×")),
-            record.incumbent.clone().filter(|_| record.decision.keeps_incumbent()).unwrap_or_default(),
+            match (record.exact_incumbent(), &record.incumbent) {
+                (Some(name), _) => name.to_string(),
+                (None, Some(name)) if record.decision.keeps_incumbent() => format!("none (`{name}` is not bit-exact)"),
+                _ => String::new(),
+            },
         ]);
         match ledgers.get_mut(registered.krate) {
             Some((_, ledger)) => ledger.upsert_cell(record),

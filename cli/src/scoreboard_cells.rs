@@ -122,7 +122,7 @@ pub const LEGEND: &[(&str, &str)] = &[
     ("flipped", "the twin is bit-exact and ≥ 0.97× the fastest incumbent at every shape: the incumbent can be deleted"),
     (
         "declined",
-        "the twin is bit-exact but slower at some shape: the fastest incumbent stays, the twin is the portable fallback",
+        "the twin is bit-exact but slower at some shape: the fastest incumbent stays where it is bit-exact (else the twin runs), the twin is the portable fallback",
     ),
     ("failed", "the twin is not bit-exact against the CPU oracle: the incumbent stays"),
     (

@@ -428,8 +428,8 @@ fn float_arithmetic_of_its_own() -> Result<(), Failed> {
 
 /// A failed record of `dp4a::check` on the H200 blocks the arm on an A100 under every policy
 /// but `off`; a failed record made through another runtime (other generated code) does not.
-/// The committed ledgers show it too: the lane trees failed on NVIDIA's Vulkan driver (it
-/// flushes subnormal sums), so lavapipe takes their `default`.
+/// The committed ledgers show it too: `lanes::max8` failed on NVIDIA's Vulkan driver (it reads
+/// subnormal magnitudes as zero), so lavapipe takes its `default`.
 fn failed_blocks_everywhere() -> Result<(), Failed> {
     let entry = arm("dp4a::check#0")?;
     let failed = record(entry, Decision::Failed);
@@ -452,7 +452,7 @@ fn failed_blocks_everywhere() -> Result<(), Failed> {
         .clone();
     let profile = code_hash::hash_profile(&lavapipe).ok_or("no profile for lavapipe's fingerprint")?;
     let mine: Vec<Record> = committed.iter().filter(|r| r.device.same_device(&lavapipe)).cloned().collect();
-    let got = selections_among(&lavapipe, profile, Policy::Evidence, mine, committed.to_vec(), &["lanes::tree8#0"])?;
+    let got = selections_among(&lavapipe, profile, Policy::Evidence, mine, committed.to_vec(), &["lanes::max8#0"])?;
     expect_default(&got[0], &["failed on NVIDIA H200", "wgpu<spirv>"])
 }
 

@@ -131,8 +131,7 @@ pub fn forced() -> Result<Option<&'static Forced>, &'static CellError> {
 
 /// Whether `name` was bit-exact at every shape of `record` (and ran at one at least).
 fn exact_in(record: &CellRecord, name: &str) -> bool {
-    let mine: Vec<_> = record.shapes.iter().filter_map(|s| s.candidates.iter().find(|c| c.name == name)).collect();
-    !mine.is_empty() && mine.len() == record.shapes.len() && mine.iter().all(|c| c.exact())
+    record.exact(name)
 }
 
 /// How `name` differs in `record`: `312 of 960 values differ, up to 153 ulp` at its worst shape.

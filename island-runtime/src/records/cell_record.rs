@@ -155,11 +155,26 @@ impl CellRecord {
         self.code.iter().find(|(n, _)| n == candidate).map(|(_, h)| h.as_str())
     }
 
+    /// Whether `name` was bit-exact at every shape of the record (and ran at one at least).
+    pub fn exact(&self, name: &str) -> bool {
+        let mine: Vec<_> = self.shapes.iter().filter_map(|s| s.candidates.iter().find(|c| c.name == name)).collect();
+        !mine.is_empty() && mine.len() == self.shapes.len() && mine.iter().all(|c| c.exact())
+    }
+
+    /// The incumbent a launch runs by this record under the default `ISLANDS_CELLS=exact`: the
+    /// fastest, where the decision keeps one and it was bit-exact at every shape.
+    pub fn exact_incumbent(&self) -> Option<&str> {
+        self.incumbent.as_deref().filter(|n| self.decision.keeps_incumbent() && self.exact(n))
+    }
+
     /// One line for logs and the scoreboard.
     pub fn why(&self) -> String {
         let ratio = self.ratio.map(|r| format!(" at {r:.3}× the fastest incumbent")).unwrap_or_default();
         let inc = match (&self.incumbent, self.decision.keeps_incumbent()) {
-            (Some(name), true) => format!("; `{name}` runs"),
+            (Some(name), true) if self.exact(name) => format!("; `{name}` runs"),
+            (Some(name), true) => {
+                format!("; `{name}` is not bit-exact, so the twin runs (`ISLANDS_CELLS=fastest` would run it)")
+            }
             _ => String::new(),
         };
         format!("{}{ratio}{inc}, gated {}", self.decision.word(), self.date)
