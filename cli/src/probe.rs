@@ -219,8 +219,8 @@ pub fn run_on(device: &Client, samples: usize, seed: u64) -> Result<bool, ProbeE
             1 => (&ta, &b),
             _ => (&a, &b),
         };
-        let got = run_op(device, op, &a, &b, &c)?;
-        let cpu_got = run_op(&cpu, op, &a, &b, &c)?;
+        let got = run_op(device, op, a, b, &c)?;
+        let cpu_got = run_op(&cpu, op, a, b, &c)?;
         let host: Vec<f32> = (0..samples).map(|i| op.host(a[i], b[i], c[i])).collect();
         let cpu_vs_host = (0..samples).filter(|&i| cpu_got[i].to_bits() != host[i].to_bits()).count();
         let differing: Vec<usize> = (0..samples).filter(|&i| got[i].to_bits() != host[i].to_bits()).collect();
