@@ -18,6 +18,13 @@ use island_runtime::prelude::*;
 /// Logits each unit's loop loads at a time (all in flight together).
 const DEPTH: usize = 16;
 
+/// Whether logit `v` at index `i` displaces `best` at `at`: larger, or equal (`+0` and `−0`
+/// alike) at an earlier index; NaN never does.
+#[cube]
+fn beats(v: f32, i: u32, best: f32, at: u32) -> bool {
+    v > best || (v == best && i < at)
+}
+
 /// The first index of the largest of the logits unit `u` of `units` walks (`u, u + units, …`
 /// in increasing order; past the end, the last logit again, which can only tie with itself),
 /// and that logit: `(−∞, u32::MAX)` where it saw only NaN. Every load of a round before its
@@ -36,7 +43,7 @@ fn unit_best(logits: &[f32], u: usize, #[comptime] vocab: usize, #[comptime] uni
         #[unroll]
         for k in 0..DEPTH {
             let i = min(u + units * (round * DEPTH + k), vocab - 1) as u32;
-            let take = v[k] > best || (v[k] == best && i < at);
+            let take = beats(v[k], i, best, at);
             best = select(take, v[k], best);
             at = select(take, i, at);
         }
@@ -71,7 +78,7 @@ pub fn choose(logits: &[f32], step: &mut [u32], #[comptime] vocab: usize, #[comp
         let half = comptime!(units >> (level + 1));
         if u < half {
             let (v, i) = (values[u + half], indices[u + half]);
-            let take = v > values[u] || (v == values[u] && i < indices[u]);
+            let take = beats(v, i, values[u], indices[u]);
             if take {
                 values[u] = v;
                 indices[u] = i;
@@ -113,7 +120,7 @@ pub fn choose_merge(parts: &[u32], step: &mut [u32], #[comptime] units: usize) {
         }
         #[unroll]
         for k in 0..DEPTH {
-            let take = v[k] > best || (v[k] == best && x[k] < at);
+            let take = beats(v[k], x[k], best, at);
             best = select(take, v[k], best);
             at = select(take, x[k], at);
         }
