@@ -19,9 +19,7 @@ use crate::error::ShapeError;
 use crate::gemm_i8_mma::Config;
 use cubecl::prelude::*;
 use island_intrinsics::{cp_async, exact, ldmatrix, mma_sync, portable};
-use island_runtime::divergence::{Divergence, Of};
 use island_runtime::prelude::*;
-use island_runtime::quirks;
 
 /// Values of `k` per stage (two quantization blocks).
 pub const STAGE_K: u32 = 64;
@@ -185,6 +183,31 @@ fn scale(w: Scales, i: u32) -> f32 {
     w.extract_dynamic(i as usize)
 }
 
+/// `acc` plus one block's `dw · dx · sum`, as the definition orders it (`super`'s doc): every
+/// scale, the scale product and the sum flushed where subnormal ([`portable::flush`]), so a
+/// device that flushes subnormal operands and results computes the same bits as one that keeps
+/// them. `sum` is an integer below 2²² in magnitude, never subnormal. The arm's `fma` is
+/// [`exact::fma`] (`fma.rn` on CUDA); `default`'s is [`portable::fma_rn32`], the same once-rounded
+/// value from 32-bit integer operations, which no driver's float optimizations can rewrite (the
+/// binary64 formulation gave other bits on lavapipe inside this kernel, `super`'s doc).
+#[cube]
+fn scale_block(dw: f32, dx: f32, sum: f32, acc: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
+    let d = portable::flush(portable::flush(dw) * portable::flush(dx));
+    portable::flush(fma_of(d, sum, acc, target, arm))
+}
+
+/// `acc` plus a Q4_1 block's minimum term `mw · sx`, flushed as [`scale_block`] is.
+#[cube]
+fn add_minimum(mw: f32, sx: f32, acc: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
+    portable::flush(fma_of(portable::flush(mw), portable::flush(sx), acc, target, arm))
+}
+
+/// `a · b + c` rounded once: [`exact::fma`] in the arm, [`portable::fma_rn32`] in `default`.
+#[cube]
+fn fma_of(a: f32, b: f32, c: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
+    if comptime!(arm) { exact::fma(a, b, c, target) } else { portable::fma_rn32(a, b, c) }
+}
+
 /// The Q4_1 fragment of block `ks` from the packed tile `raw` (registers: rows g and g + 8 of
 /// block 0, then of block 1): low nibbles are values 0–15 of the block, high nibbles 16–31.
 #[cube]
@@ -339,16 +362,22 @@ fn block_mma(
                     for r in 0..4u32 {
                         // Row g + 8·(r / 2) of tile mt, column 2t + r % 2 of tile nt.
                         let (re, ce) = ((mt % 2) * 2 + r / 2, nt * 2 + r % 2);
-                        let dw = scale(rd[(mt / 2) as usize], re);
-                        let dx = scale(cd[(ce / 4) as usize], ce % 4);
                         let sum = f32::reinterpret(sums.extract(r as usize)) - 12582912.0f32;
-                        let mut v = exact::fma(dw * dx, sum, a.extract(r as usize), target);
+                        let mut v = scale_block(
+                            scale(rd[(mt / 2) as usize], re),
+                            scale(cd[(ce / 4) as usize], ce % 4),
+                            sum,
+                            a.extract(r as usize),
+                            target,
+                            true,
+                        );
                         if comptime!(q4) {
-                            v = exact::fma(
+                            v = add_minimum(
                                 scale(rmin[(mt / 2) as usize], re),
                                 scale(cs[(ce / 4) as usize], ce % 4),
                                 v,
                                 target,
+                                true,
                             );
                         }
                         a.insert(r as usize, v);
@@ -435,11 +464,11 @@ fn block_scalar(
                 let (wi, xi) = (b * m + rs, b * n + cs);
                 let dw = scale(wd[(wi / 4) as usize], wi % 4);
                 let dx = scale(xd[(xi / 4) as usize], xi % 4);
-                acc = exact::fma(dw * dx, f32::cast_from(sumi), acc, target);
+                acc = scale_block(dw, dx, f32::cast_from(sumi), acc, target, false);
                 if comptime!(quant == Quant::Q4_1) {
                     let mw = scale(wm[(wi / 4) as usize], wi % 4);
                     let sx = scale(xs[(xi / 4) as usize], xi % 4);
-                    acc = exact::fma(mw, sx, acc, target);
+                    acc = add_minimum(mw, sx, acc, target, false);
                 }
             }
             y[(col * m + row) as usize] = acc;
@@ -522,12 +551,6 @@ mmq_entry!(
     /// The Q4_1 MMQ: the same kernel with the quant type Q4_1 (rows of `k / 2` bytes).
     mmq_q4_1, Q4_1
 );
-
-island_runtime::divergence!(Divergence {
-    of: Of::Default,
-    quirk: &quirks::LAVAPIPE_MMQ_DEFAULT_ULP,
-    islands: &[concat!(module_path!(), "::mmq_q8_0#0"), concat!(module_path!(), "::mmq_q4_1#0")],
-});
 
 /// Checks a shape before launch: `m` and `n` whole blocks of the kernel, `k` whole stages.
 pub fn check(m: usize, k: usize, n: usize) -> Result<(), ShapeError> {

@@ -151,23 +151,6 @@ pub const LAVAPIPE_WGSL_MAX_NANS_AND_ZEROS: Quirk = Quirk {
     measured: "Mesa 22.3 lavapipe, islands conform --runtime webgpu, 2026-12-04 (docs/results/lavapipe/2026-12-04-wgsl/)",
 };
 
-/// Where lavapipe's MMQ `default` differs: cubes of wide-range and arbitrary-bit scales.
-const LAVAPIPE_MMQ: &[Group] = &[Group::Wide, Group::Arbitrary];
-
-/// The MMQ's `default` on lavapipe, against the CPU runtime: an open defect, cause not found.
-pub const LAVAPIPE_MMQ_DEFAULT_ULP: Quirk = Quirk {
-    backend: Backend::Vulkan,
-    device: "llvmpipe",
-    groups: LAVAPIPE_MMQ,
-    cause: "the MMQ default (integer block sums, then `fma(dw·dx, sum, acc)` in binary64-based `fma_rn`) differs \
-            by one ulp from the CPU runtime in 37–218 of 819,200 results, all in cubes of wide-range (±30 binades) \
-            or arbitrary-bit scales; the same default on the H200 under CUDA matches the CPU, and the result did not \
-            change when the scale product was computed by integer operations (`mul_rn`) or `fma_rn` was called \
-            directly: the cause is not found",
-    measured: "Mesa 22.3 lavapipe, cargo test -p proofs --features vulkan, seeds 0x1352952 (depth 4) and \
-               0x151a4d5eed (depth 1), 2026-12-02",
-};
-
 /// Every measured quirk.
 pub const ALL: &[&Quirk] = &[
     &NVIDIA_VULKAN_FLUSHES_SUBGROUP_SUBNORMALS,
@@ -178,7 +161,6 @@ pub const ALL: &[&Quirk] = &[
     &LAVAPIPE_FMA_ROUNDS_TWICE,
     &NVIDIA_VULKAN_FLUSHES_ARITHMETIC,
     &LAVAPIPE_MAX_RETURNS_NAN,
-    &LAVAPIPE_MMQ_DEFAULT_ULP,
     &LAVAPIPE_WGSL_MAX_NANS_AND_ZEROS,
 ];
 
