@@ -4,13 +4,12 @@
 //! CPU runtime's logits must equal its logits bit for bit; any kernel that indexes, orders or
 //! rounds differently fails that comparison.
 
-use crate::math::exp_host;
+use crate::math::{exp_host, flush_host};
 use crate::quant::{BLOCK, QuantMatrix, QuantType};
 use crate::rope::rope_tables;
 use crate::weights::{Config, Model};
 use island_examples::q8_matvec::quantize_block;
 use island_intrinsics::dp4a::reference as dot4;
-use island_intrinsics::portable::flush_host;
 
 /// A sequence on the host.
 pub struct Reference<'m> {
