@@ -3,9 +3,9 @@
 //! One 32-lane plane per row, read 16 bytes at a time (and once, for rows of up to 4096 values). Lane `l` accumulates `fma(x, x, ss)` over
 //! the 4-value vectors `l, l + 32, …` of its row, in order; the 32 partial sums meet in [`crate::rows::row_sum()`], whose
 //! `default` (a shared-memory tree) defines the butterfly order a plane sum reproduces bit for
-//! bit. `sqrt` and `/` go through [`island_intrinsics::exact`], correctly rounded on every
-//! backend (Vulkan's own are not promised to be), and the only `a·b + c` is an explicit `fma`,
-//! so nothing is left for a compiler to contract.
+//! bit. `sqrt`, `/` and `fma` go through [`island_intrinsics::exact`], correctly rounded on
+//! every backend (Vulkan's own are not promised to be), and the only `a·b + c` is that `fma`, so
+//! nothing is left for a compiler to contract.
 
 use crate::error::ShapeError;
 use crate::rows::{LANES, pairwise_sum, row_sum, rows_per_cube};
@@ -13,13 +13,14 @@ use cubecl::prelude::*;
 use island_intrinsics::exact;
 use island_runtime::prelude::*;
 
-/// `fma(a[j], a[j], ss)` for the four values of `a`, in order.
+/// `fma(a[j], a[j], ss)` for the four values of `a`, in order, each with one rounding
+/// ([`exact::fma`]: a Vulkan driver's own `Fma` may round the product first; lavapipe's does).
 #[cube]
-fn sum_squares(a: Vector<f32, Const<4>>, ss: f32) -> f32 {
+fn sum_squares(a: Vector<f32, Const<4>>, ss: f32, #[comptime] target: Target) -> f32 {
     let mut s = ss;
     #[unroll]
     for j in 0..4usize {
-        s = fma(a.extract(j), a.extract(j), s);
+        s = exact::fma(a.extract(j), a.extract(j), s, target);
     }
     s
 }
@@ -59,7 +60,7 @@ pub fn rmsnorm(
             #[unroll]
             for i in 0..per_lane {
                 if lane + i * lanes < vectors {
-                    ss = sum_squares(cache[i], ss);
+                    ss = sum_squares(cache[i], ss, target);
                 }
             }
         }
@@ -79,14 +80,14 @@ pub fn rmsnorm(
             let mut v = lane;
             while v + 3 * lanes < vectors {
                 let (a, b, c, d) = (x[base + v], x[base + v + lanes], x[base + v + 2 * lanes], x[base + v + 3 * lanes]);
-                ss = sum_squares(a, ss);
-                ss = sum_squares(b, ss);
-                ss = sum_squares(c, ss);
-                ss = sum_squares(d, ss);
+                ss = sum_squares(a, ss, target);
+                ss = sum_squares(b, ss, target);
+                ss = sum_squares(c, ss, target);
+                ss = sum_squares(d, ss, target);
                 v += 4 * lanes;
             }
             while v < vectors {
-                ss = sum_squares(x[base + v], ss);
+                ss = sum_squares(x[base + v], ss, target);
                 v += lanes;
             }
         }
@@ -127,8 +128,7 @@ pub fn check(rows: usize, cols: usize, x: &[f32], w: &[f32]) -> Result<(), Shape
     Ok(())
 }
 
-/// Launches RMSNorm over `rows` rows of `cols` (a multiple of 4) with the given tag; refuses a
-/// runtime that cannot run the selected arms.
+/// Launches RMSNorm over `rows` rows of `cols` (a multiple of 4) with the given tag.
 ///
 /// # Safety
 /// `x` and `y` must hold `rows * cols` f32 values and `w` `cols`.
@@ -141,7 +141,6 @@ pub unsafe fn launch(
     eps: f32,
     target: Target,
 ) -> Result<(), ShapeError> {
-    crate::rows::check_runtime(client, &target)?;
     let rows_per_cube = rows_per_cube(client);
     unsafe {
         rmsnorm::launch_with(

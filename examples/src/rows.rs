@@ -27,22 +27,6 @@ pub fn row_sum(value: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
-/// Refuses, before launch, a run whose row sum would take `default` on lavapipe: that arm uses
-/// shared memory, which CubeCL 0.11 compiles to SPIR-V that crashes lavapipe.
-pub fn check_runtime(client: &Client, target: &Target) -> Result<(), crate::error::ShapeError> {
-    // The runtime's name first: this runs before every launch, and most runtimes stop here.
-    if island_runtime::device::runtime_name(client) == "wgpu<spirv>"
-        && island_runtime::quirks::crashes_on_shared_memory(&client.properties().identity.name)
-        && !matches!(target.explain(island_runtime::sites_of!(row_sum)[0]), island_runtime::Selection::Arm(_))
-    {
-        return Err(crate::error::ShapeError(format!(
-            "on this device ({target}) the row sum takes `default`, {}",
-            island_runtime::lowering::SHARED_MEMORY_ON_SPIRV
-        )));
-    }
-    Ok(())
-}
-
 /// `((x0 + x1) + (x2 + x3)) + …`: the butterfly order, for a power-of-two length.
 pub fn pairwise_sum(values: &[f32]) -> f32 {
     if values.len() == 1 {

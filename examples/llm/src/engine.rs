@@ -17,8 +17,8 @@
 //! stands for run their twins with one tag: [`act_matvec`] (RMSNorm, the quantizer and the QKV
 //! projection; the quantizer and the output projection; RMSNorm, the quantizer and the gate and
 //! up projections; SwiGLU, the quantizer and the down projection) and [`attention_step`]. They
-//! compute the unfused kernels' bits. They run on CUDA ([`runs_step_kernels`] says why not
-//! elsewhere yet); elsewhere the unfused kernels run.
+//! compute the unfused kernels' bits. They run on CUDA and Vulkan ([`runs_step_kernels`] says
+//! why not elsewhere yet); elsewhere the unfused kernels run.
 
 use crate::act_matvec::{self, Act, ActBuffers};
 use crate::attention_step::{self, StepBuffers};
@@ -314,6 +314,33 @@ impl Engine {
         };
         let [layers, head, choice] = &self.replays;
         format!("layers {}, logits {}, choice {}", part(layers), part(head), part(choice))
+    }
+
+    /// Which fused kernels a one-token step runs ([`act_matvec`], [`attention_step`]), by the
+    /// same rule as the step's launches: the sites named, or "none" (the unfused kernels).
+    pub fn step_kernels_used(&self) -> Result<String, LlmError> {
+        let Some(layer) = self.layers.first() else { return Ok("none".to_string()) };
+        let c = self.config;
+        let key =
+            |m: &DeviceMatrix, cols: usize| cells::matvec::key_of(&MatvecShape { blocks: cols / BLOCK, ..m.shape });
+        let mut used = Vec::new();
+        if self.step_kernels.matvec {
+            let sites = [
+                ("RMSNorm+QKV", vec![cells::rmsnorm::KEY, key(&layer.qkv, c.dim)]),
+                ("output projection", vec![key(&layer.out, c.dim)]),
+                ("RMSNorm+gate·up", vec![cells::rmsnorm::KEY, key(&layer.gate_up, c.dim)]),
+                ("SwiGLU+down", vec![cells::SWIGLU_KEY, key(&layer.down, c.ffn)]),
+            ];
+            for (site, keys) in sites {
+                if self.step_target(1, &keys)?.is_some() {
+                    used.push(site);
+                }
+            }
+        }
+        if self.attention_step_target(1)?.is_some() {
+            used.push("attention");
+        }
+        Ok(if used.is_empty() { "none".to_string() } else { used.join(", ") })
     }
 
     /// Tokens a batch holds at most.
@@ -740,15 +767,14 @@ fn pipelines(client: &Client) -> bool {
     matches!(island_runtime::hardware::device::runtime_name(client), "cuda" | "cpu" | "wgpu<spirv>")
 }
 
-/// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA. Not on Vulkan
-/// through CubeCL 0.11's SPIR-V, whose code for shared memory is invalid (lavapipe crashes on
-/// it; see `island_runtime::codegen::lowering::launch_hazard`), so no driver's result of it is
-/// taken as the definition's; not through WGSL, where every `exact::fma` is the 32-bit integer
+/// Whether a one-token step's fused kernels run on `client`'s runtime: on CUDA and on Vulkan
+/// through SPIR-V (their shared memory is valid SPIR-V with the patched `cubecl-spirv`, see
+/// `patches/README.md`). Not through WGSL, where every `exact::fma` is the 32-bit integer
 /// formulation, inlined: the fused attention did not compile within 120 s on NVIDIA's driver
 /// nor within minutes on lavapipe (2026-12-04); not on the CPU runtime (plane size 1), where a
 /// cube's barrier costs a thread per unit. Elsewhere the unfused kernels run, the same bits.
 fn runs_step_kernels(client: &Client) -> bool {
-    island_runtime::hardware::device::runtime_name(client) == "cuda"
+    matches!(island_runtime::hardware::device::runtime_name(client), "cuda" | "wgpu<spirv>")
 }
 
 /// Waits for a read, its bytes copied out of the runtime's.

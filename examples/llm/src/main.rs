@@ -207,6 +207,7 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         }
     }
     println!("steps: {}", engine.replay_state());
+    println!("one-token step kernels: {}", engine.step_kernels_used()?);
     println!(
         "{}: prompt {:.1} ms ({} tokens, batches of up to {batch}: {:.1} tokens/s{}), decode {:.1} tokens/s ({} tokens; the host's own work {:.0} µs a token, {}), {} characters",
         args.runtime.as_str(),

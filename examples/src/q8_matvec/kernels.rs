@@ -241,7 +241,7 @@ fn matvec_body(
                     let blk = (stage * unroll + u) * 32 + lane;
                     let s = f32::cast_from(h[u]) * xd[blk];
                     let d = block_dot(w[2 * u], w[2 * u + 1], xq[blk * 2], xq[blk * 2 + 1], tag);
-                    acc = fma(s, f32::cast_from(d), acc);
+                    acc = scaled_add(s, d, acc, tag);
                 }
                 #[unroll]
                 for u in 0..unroll {
@@ -288,7 +288,18 @@ fn block_step(
     let w1 = weight(wq, vector_at(rows, blocks_per_row, row, group, 1, lane), tag);
     let s = f32::cast_from(wd[scale_at(rows, blocks_per_row, row, group, lane)]) * xd[blk];
     let d = block_dot(w0, w1, xq[blk * 2], xq[blk * 2 + 1], tag);
-    fma(s, f32::cast_from(d), acc)
+    scaled_add(s, d, acc, tag)
+}
+
+/// `fma(s, d, acc)` with one rounding: with `tag`, [`exact::fma`] (a Vulkan driver's own `Fma`
+/// may round the product first; lavapipe's does); without, CubeCL's `fma` (CUDA's `fma.rn`).
+#[cube]
+fn scaled_add(s: f32, d: i32, acc: f32, #[comptime] tag: Option<Target>) -> f32 {
+    if comptime!(tag.is_some()) {
+        exact::fma(s, f32::cast_from(d), acc, comptime!(tag.unwrap()))
+    } else {
+        fma(s, f32::cast_from(d), acc)
+    }
 }
 
 /// The index of 16-byte half `half` of block `group·32 + lane` of `row` in the group-major

@@ -148,10 +148,9 @@ impl Problem {
     }
 
     /// Quantizes the activations and runs the matvec, with `target` as the tag (`None`: the
-    /// tag of the client's device). Refuses a runtime that cannot run the selected arms.
+    /// tag of the client's device).
     pub fn launch(&self, client: &Client, target: Option<Target>) -> Result<(), ShapeError> {
         let target = target.unwrap_or_else(|| Target::for_client(client));
-        crate::rows::check_runtime(client, &target)?;
         self.quantize(client, target);
         self.matvec(client, target);
         Ok(())

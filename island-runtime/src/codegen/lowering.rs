@@ -249,13 +249,7 @@ pub fn device_source(lifted: &'static Lifted, target: Target, device: &Client) -
 
 /// Why `lifted` must not run on `client` with `target`, if it must not.
 ///
-/// CubeCL 0.11's SPIR-V compiler emits invalid code for shared memory (an access chain on a
-/// pointer to a pointer). Mesa's lavapipe segfaults on it, taking the process with it, so on
-/// lavapipe (adapter `llvmpipe`) a kernel whose SPIR-V declares workgroup memory is refused
-/// with this reason instead of launched. Other Vulkan drivers run such kernels: NVIDIA's does
-/// (`docs/conformance.md`), and a crash elsewhere is to be recorded per device, not assumed.
-///
-/// Nor is a kernel launched whose inputs or value are of a type the runtime reports no support
+/// A kernel is not launched whose inputs or value are of a type the runtime reports no support
 /// for (bf16 on a Vulkan driver without `VK_KHR_shader_bfloat16`): a driver may reject its
 /// shader, and lavapipe then loses the device for every later launch. Nor one that uses a type
 /// its backend's language lacks (`crate::codegen::missing_types`: binary64 on WGSL).
@@ -286,25 +280,11 @@ pub fn launch_hazard(lifted: &'static Lifted, target: Target, client: &Client) -
             Err(e) => return Some(format!("{NOT_LAUNCHED}the kernel does not expand: {e}")),
         }
     }
-    if crate::hardware::device::runtime_name(client) != "wgpu<spirv>"
-        || !crate::hardware::quirks::crashes_on_shared_memory(&client.properties().identity.name)
-    {
-        return None;
-    }
-    let profile = crate::hardware::device::profile(client)?;
-    match compile(lifted, target, client.properties_shared(), &profile, Codegen::Spirv, client) {
-        Ok(spirv) if spirv.contains("OpTypePointer Workgroup") => Some(SHARED_MEMORY_ON_SPIRV.to_string()),
-        Ok(_) => None,
-        Err(e) => Some(format!("the kernel does not compile to SPIR-V: {e}")),
-    }
+    None
 }
 
 /// How every reason [`launch_hazard`] gives begins.
 pub const NOT_LAUNCHED: &str = "not launched: ";
-
-/// The reason [`launch_hazard`] gives for shared memory on lavapipe.
-pub const SHARED_MEMORY_ON_SPIRV: &str = "not launched: the kernel uses shared memory, for which CubeCL 0.11's \
-     SPIR-V compiler emits invalid code that crashes lavapipe (a segfault)";
 
 /// Whether targets `a` and `b` expand `lifted` to the same program on `client`'s runtime (its
 /// properties, compared as CUDA C++ text): then running both compares a program with itself.

@@ -177,12 +177,6 @@ pub fn dp4a(backend: Backend, sm: u32) -> bool {
     }
 }
 
-/// Whether a Vulkan device (by adapter name) is one where CubeCL 0.11's shared-memory SPIR-V
-/// was seen to crash: Mesa's lavapipe (`llvmpipe (LLVM …)`).
-pub fn crashes_on_shared_memory(adapter: &str) -> bool {
-    adapter.contains("llvmpipe")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
