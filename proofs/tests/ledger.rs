@@ -429,7 +429,7 @@ fn float_arithmetic_of_its_own() -> Result<(), Failed> {
 /// A failed record of `dp4a::check` on the H200 blocks the arm on an A100 under every policy
 /// but `off`; a failed record made through another runtime (other generated code) does not.
 /// The committed ledgers show it too: `lanes::max8` failed on NVIDIA's Vulkan driver (it reads
-/// subnormal magnitudes as zero, on the H200 and on an H100), so lavapipe takes its `default`.
+/// subnormal magnitudes as zero; an H100's record), so lavapipe takes its `default`.
 fn failed_blocks_everywhere() -> Result<(), Failed> {
     let entry = arm("dp4a::check#0")?;
     let failed = record(entry, Decision::Failed);
@@ -453,7 +453,7 @@ fn failed_blocks_everywhere() -> Result<(), Failed> {
     let profile = code_hash::hash_profile(&lavapipe).ok_or("no profile for lavapipe's fingerprint")?;
     let mine: Vec<Record> = committed.iter().filter(|r| r.device.same_device(&lavapipe)).cloned().collect();
     let got = selections_among(&lavapipe, profile, Policy::Evidence, mine, committed.to_vec(), &["lanes::max8#0"])?;
-    // Failed on NVIDIA's Vulkan driver on the H200 and on an H100: either record blocks it.
+    // Failed on NVIDIA's Vulkan driver (an H100's record): it blocks the arm here too.
     expect_default(&got[0], &["failed on NVIDIA H", "wgpu<spirv>"])
 }
 

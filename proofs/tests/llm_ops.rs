@@ -74,12 +74,12 @@ pub fn trials() -> Vec<Trial> {
         }
         for (on, profile) in tags {
             for (name, check) in checks {
-                // A one-token step's fused kernels run on the CPU runtime here and on CUDA in the
-                // engine (`island_llm::engine`: not through SPIR-V's shared memory, which crashes
-                // lavapipe, nor through WGSL, where they do not compile in bounded time). The
-                // choice runs everywhere (through wgpu in two launches, without shared memory).
+                // A one-token step's fused kernels run on the CPU runtime here and on CUDA and
+                // Vulkan in the engine (`island_llm::engine`: not through WGSL, where they do not
+                // compile in bounded time). The choice runs everywhere (through wgpu in two
+                // launches, without shared memory).
                 let step = name.starts_with("act_matvec") || name == "attention_step";
-                if step && !matches!(r, RuntimeName::Cpu | RuntimeName::Device(Backend::Cuda)) {
+                if step && !matches!(r, RuntimeName::Cpu | RuntimeName::Device(Backend::Cuda | Backend::Vulkan)) {
                     continue;
                 }
                 let trial = format!("examples::llm::ops::{name}_on_{on}_equals_the_reference_on_deciding_inputs");

@@ -134,9 +134,10 @@ pub const PARTS_UNITS: usize = 256;
 pub const PARTS_LEN: usize = 2 * PARTS_UNITS;
 
 /// Whether [`launch`] merges the units' bests in shared memory ([`choose`], one launch): on
-/// CUDA and the CPU runtime. Not through wgpu, where CubeCL 0.11's SPIR-V for shared memory is
-/// invalid code (lavapipe crashes on it): there [`choose_parts`] and [`choose_merge`] pass the
-/// bests through `parts`, two launches.
+/// CUDA and the CPU runtime. Through wgpu [`choose_parts`] and [`choose_merge`] pass the bests
+/// through `parts`, two launches: the form that ran there while CubeCL's SPIR-V for shared
+/// memory was invalid (before the patched `cubecl-spirv`), kept until the one launch is measured
+/// there.
 pub fn merges_in_shared_memory(client: &Client) -> bool {
     matches!(island_runtime::hardware::device::runtime_name(client), "cuda" | "cpu")
 }
