@@ -22,8 +22,9 @@ pub struct Fingerprint {
     pub plane: u32,
     /// CUDA compute capability × 10; 0 elsewhere.
     pub sm: u32,
-    /// The driver, where the platform tells it (NVIDIA's kernel module version on Linux);
-    /// otherwise `unknown`. Mesa's version is part of lavapipe's device name.
+    /// The driver, where the platform tells it: NVIDIA's kernel module version on Linux
+    /// (`nvidia 580.159.04`), else what the Vulkan adapter reports for the `wgpu<spirv>` runtime
+    /// (`mesa 22.3.6` for lavapipe, whose device name gives only its LLVM); otherwise `unknown`.
     pub driver: String,
 }
 
@@ -37,7 +38,7 @@ impl Fingerprint {
             identity: identity.to_string(),
             plane,
             sm,
-            driver: driver_of(device),
+            driver: driver_of(runtime, device),
         }
     }
 
@@ -62,15 +63,31 @@ impl fmt::Display for Fingerprint {
     }
 }
 
-/// The driver version the platform reports for `device`.
-fn driver_of(device: &str) -> String {
+/// The driver version the platform reports for `device` on `runtime`.
+fn driver_of(runtime: &str, device: &str) -> String {
     if device.contains("NVIDIA")
         && let Ok(text) = std::fs::read_to_string("/proc/driver/nvidia/version")
         && let Some(version) = nvidia_version(&text)
     {
         return format!("nvidia {version}");
     }
+    if runtime == "wgpu<spirv>"
+        && let Some(info) = crate::launch::runtimes::vulkan_driver_info()
+        && let Some(version) = mesa_version(info)
+    {
+        return format!("mesa {version}");
+    }
     "unknown".to_string()
+}
+
+/// `22.3.6` from a Vulkan adapter's driver info `Mesa 22.3.6 (LLVM 15.0.6)`: the digits and dots
+/// that open the word after "Mesa" (a distribution's suffix, `-1ubuntu1`, is not the version).
+fn mesa_version(info: &str) -> Option<&str> {
+    let mut words = info.split_whitespace();
+    words.find(|w| *w == "Mesa")?;
+    let word = words.next()?;
+    let version = &word[..word.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(word.len())];
+    version.contains('.').then_some(version.trim_end_matches('.'))
 }
 
 /// `580.95.05` from `NVRM version: NVIDIA UNIX … Kernel Module … 580.95.05  Release Build …`: the
@@ -90,5 +107,14 @@ mod tests {
         let closed = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  575.57.08  Sat May 24 2025";
         assert_eq!(super::nvidia_version(closed), Some("575.57.08"));
         assert_eq!(super::nvidia_version("garbage"), None);
+    }
+
+    #[test]
+    fn reads_the_mesa_version() {
+        assert_eq!(super::mesa_version("Mesa 22.3.6 (LLVM 15.0.6)"), Some("22.3.6"));
+        assert_eq!(super::mesa_version("Mesa 24.2.8-1ubuntu1~24.04.1"), Some("24.2.8"));
+        assert_eq!(super::mesa_version("Mesa git"), None);
+        assert_eq!(super::mesa_version("580.159.04"), None);
+        assert_eq!(super::mesa_version(""), None);
     }
 }
