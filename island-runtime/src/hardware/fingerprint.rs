@@ -72,12 +72,22 @@ fn driver_of(runtime: &str, device: &str) -> String {
         return format!("nvidia {version}");
     }
     if runtime == "wgpu<spirv>"
-        && let Some(info) = crate::launch::runtimes::vulkan_driver_info()
+        && let Some(info) = VULKAN_DRIVER_INFO.get()
         && let Some(version) = mesa_version(info)
     {
         return format!("mesa {version}");
     }
     "unknown".to_string()
+}
+
+/// What the Vulkan adapter of the `vulkan` runtime reports as its driver (`Mesa 22.3.6 (LLVM
+/// 15.0.6)`; NVIDIA's reports its version), noted where the runtime opens its device.
+static VULKAN_DRIVER_INFO: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Notes the Vulkan adapter's driver info (`crate::launch::runtimes`, once per process, before
+/// its first client and so before any `wgpu<spirv>` fingerprint).
+pub fn note_vulkan_driver(info: String) {
+    let _ = VULKAN_DRIVER_INFO.set(info);
 }
 
 /// `22.3.6` from a Vulkan adapter's driver info `Mesa 22.3.6 (LLVM 15.0.6)`: the digits and dots

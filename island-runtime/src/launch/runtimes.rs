@@ -89,7 +89,7 @@ impl RuntimeName {
                         let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Vulkan);
                         let setup =
                             cubecl::wgpu::init_setup::<cubecl::wgpu::AutoGraphicsApi>(&device, Default::default());
-                        let _ = VULKAN_DRIVER_INFO.set(setup.adapter.get_info().driver_info);
+                        crate::hardware::fingerprint::note_vulkan_driver(setup.adapter.get_info().driver_info);
                         crate::codegen::glsl_kernel::keep(setup.device, setup.queue);
                         device
                     });
@@ -117,19 +117,6 @@ impl RuntimeName {
         std::panic::catch_unwind(make)
             .map_err(|p| ClientError::NoDevice { runtime: self, reason: crate::values::readback::panic_text(&p) })
     }
-}
-
-/// What the Vulkan adapter of the `vulkan` runtime reports as its driver (`Mesa 22.3.6 (LLVM
-/// 15.0.6)`; NVIDIA's reports its version), once a client of it was made in this process.
-#[cfg(feature = "vulkan")]
-static VULKAN_DRIVER_INFO: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// [`VULKAN_DRIVER_INFO`], where this build has the runtime and a client was made.
-pub fn vulkan_driver_info() -> Option<&'static str> {
-    #[cfg(feature = "vulkan")]
-    return VULKAN_DRIVER_INFO.get().map(String::as_str);
-    #[cfg(not(feature = "vulkan"))]
-    None
 }
 
 /// Why a runtime's client could not be made.
