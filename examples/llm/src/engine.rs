@@ -36,6 +36,7 @@ use cubecl::client::Graph;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use island_runtime::Target;
+use island_runtime::cell::CellKey;
 use island_runtime::dispatch::Choice;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -52,6 +53,11 @@ struct DeviceMatrix {
 }
 
 impl DeviceMatrix {
+    /// The matrix's shape as a product over the first `cols` values of a row of activations.
+    fn over(&self, cols: usize) -> MatvecShape {
+        MatvecShape { blocks: cols / BLOCK, ..self.shape }
+    }
+
     fn new(client: &Client, m: &QuantMatrix, accumulate: bool) -> DeviceMatrix {
         let mins = if m.mins.is_empty() { vec![0.0f32] } else { m.mins.clone() };
         DeviceMatrix {
@@ -321,15 +327,13 @@ impl Engine {
     pub fn step_kernels_used(&self) -> Result<String, LlmError> {
         let Some(layer) = self.layers.first() else { return Ok("none".to_string()) };
         let c = self.config;
-        let key =
-            |m: &DeviceMatrix, cols: usize| cells::matvec::key_of(&MatvecShape { blocks: cols / BLOCK, ..m.shape });
         let mut used = Vec::new();
         if self.step_kernels.matvec {
             let sites = [
-                ("RMSNorm+QKV", vec![cells::rmsnorm::KEY, key(&layer.qkv, c.dim)]),
-                ("output projection", vec![key(&layer.out, c.dim)]),
-                ("RMSNorm+gate·up", vec![cells::rmsnorm::KEY, key(&layer.gate_up, c.dim)]),
-                ("SwiGLU+down", vec![cells::SWIGLU_KEY, key(&layer.down, c.ffn)]),
+                ("RMSNorm+QKV", norm_step_keys(&layer.qkv.over(c.dim)).to_vec()),
+                ("output projection", plain_step_keys(&layer.out.over(c.dim)).to_vec()),
+                ("RMSNorm+gate·up", norm_step_keys(&layer.gate_up.over(c.dim)).to_vec()),
+                ("SwiGLU+down", swiglu_step_keys(&layer.down.over(c.ffn)).to_vec()),
             ];
             for (site, keys) in sites {
                 if self.step_target(1, &keys)?.is_some() {
@@ -439,7 +443,8 @@ impl Engine {
     }
 
     /// Whether [`crate::generate`] keeps two steps in flight on this engine (see
-    /// [`Engine::submit`]): on CUDA and the CPU runtime, where the embedding runs its twin.
+    /// [`Engine::submit`]): on the runtimes the free function `pipelines` names, where the
+    /// embedding runs its twin.
     pub fn pipelines(&self) -> bool {
         *self.pipelines.get_or_init(|| {
             // The embedding's incumbent takes the token from the host, which does not know it
@@ -639,9 +644,9 @@ impl Engine {
     /// apart.
     fn norm_matvec(&self, w: &Handle, m: &DeviceMatrix, y: &Handle, tokens: usize) -> Result<(), LlmError> {
         let (c, sc) = (self.config, &self.scratch);
-        let shape = MatvecShape { blocks: c.dim / BLOCK, ..m.shape };
+        let shape = m.over(c.dim);
         if self.step_kernels.matvec
-            && let Some(ta) = self.step_target(tokens, &[cells::rmsnorm::KEY, cells::matvec::key_of(&shape)])?
+            && let Some(ta) = self.step_target(tokens, &norm_step_keys(&shape))?
         {
             let b = ActBuffers { src: &sc.x, norm: w, words: &m.words, scales: &m.scales, mins: &m.mins, y };
             act_matvec::launch(&self.client, Act::Norm, shape, c.eps, b, ta);
@@ -668,9 +673,9 @@ impl Engine {
     /// candidates apart.
     fn swiglu_matvec(&self, down: &DeviceMatrix, tokens: usize) -> Result<(), LlmError> {
         let (c, sc, client) = (self.config, &self.scratch, &self.client);
-        let shape = MatvecShape { blocks: c.ffn / BLOCK, ..down.shape };
+        let shape = down.over(c.ffn);
         if self.step_kernels.matvec
-            && let Some(ta) = self.step_target(tokens, &[cells::SWIGLU_KEY, cells::matvec::key_of(&shape)])?
+            && let Some(ta) = self.step_target(tokens, &swiglu_step_keys(&shape))?
         {
             let b = ActBuffers {
                 src: &sc.gate_up,
@@ -702,9 +707,9 @@ impl Engine {
     /// `x += out·q8_1(att)` of each of `tokens` tokens: the attention's output projection.
     fn plain_matvec(&self, out: &DeviceMatrix, tokens: usize) -> Result<(), LlmError> {
         let (c, sc) = (self.config, &self.scratch);
-        let shape = MatvecShape { blocks: c.dim / BLOCK, ..out.shape };
+        let shape = out.over(c.dim);
         if self.step_kernels.matvec
-            && let Some(ta) = self.step_target(tokens, &[cells::matvec::key_of(&shape)])?
+            && let Some(ta) = self.step_target(tokens, &plain_step_keys(&shape))?
         {
             let b = ActBuffers {
                 src: &sc.att,
@@ -724,7 +729,7 @@ impl Engine {
     /// ([`act_matvec`], [`attention_step`]): where fusion is on, the step has one token, the
     /// device has planes and every cell runs its twin with the same tag; else `None`, and the
     /// cells' candidates run apart.
-    fn step_target(&self, tokens: usize, keys: &[island_runtime::cell::CellKey]) -> Result<Option<Target>, LlmError> {
+    fn step_target(&self, tokens: usize, keys: &[CellKey]) -> Result<Option<Target>, LlmError> {
         if !self.fuse || tokens != 1 || !runs_step_kernels(&self.client) {
             return Ok(None);
         }
@@ -752,10 +757,26 @@ impl Engine {
     /// `x`, with the candidate of the matvec cell the device's record selects
     /// (`crate::cells::matvec`).
     fn matvec(&self, m: &DeviceMatrix, x: &Handle, (cols, tokens): (usize, usize), y: &Handle) -> Result<(), LlmError> {
-        let shape = MatvecShape { blocks: cols / BLOCK, ..m.shape };
+        let shape = m.over(cols);
         let bufs = [&m.words, &m.scales, &m.mins, x, &self.scratch.xq, &self.scratch.xd, y];
         cells::matvec::matvec(&self.client, (shape, tokens), bufs, &m.params, self.target).map_err(runtime)
     }
+}
+
+/// The cells [`act_matvec`]'s kernel stands for before a product of `shape`: RMSNorm (and its
+/// quantizer) with the product ([`Engine::norm_matvec`]).
+fn norm_step_keys(shape: &MatvecShape) -> [CellKey; 2] {
+    [cells::rmsnorm::KEY, cells::matvec::key_of(shape)]
+}
+
+/// The same for SwiGLU with the down projection ([`Engine::swiglu_matvec`]).
+fn swiglu_step_keys(shape: &MatvecShape) -> [CellKey; 2] {
+    [cells::SWIGLU_KEY, cells::matvec::key_of(shape)]
+}
+
+/// The same for the quantizer alone with the output projection ([`Engine::plain_matvec`]).
+fn plain_step_keys(shape: &MatvecShape) -> [CellKey; 1] {
+    [cells::matvec::key_of(shape)]
 }
 
 /// Whether [`crate::generate`] keeps two steps in flight on this engine ([`Engine::submit`]):
