@@ -73,6 +73,13 @@ struct Args {
     /// compiler's.
     #[arg(long)]
     warmup: bool,
+    /// Time the generation this many times (the first as reported above, then again from the
+    /// start of the sequence), as `llama-bench -r N` does, and print each decode rate with their
+    /// mean and standard deviation. A device's clocks may still be rising during the first
+    /// (NVIDIA's Vulkan driver: tens of tokens). Every repetition must give the first one's
+    /// logits, byte for byte, else the exit status is 1.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    repetitions: u32,
     /// Hash each step's logits before the next step is enqueued, not while it runs (to measure
     /// what the overlap saves). The bytes are the same.
     #[arg(long)]
@@ -192,11 +199,22 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         generate::generate(&mut engine, &prompt, 2, None, |_, _| {})?;
         engine.reset();
     }
-    let ours = if args.serial_host {
-        generate::generate(&mut generate::Serial(&mut engine), &prompt, args.tokens, stop, |_, _| {})?
-    } else {
-        generate::generate(&mut engine, &prompt, args.tokens, stop, |_, _| {})?
+    let timed = |engine: &mut Engine| {
+        if args.serial_host {
+            generate::generate(&mut generate::Serial(engine), &prompt, args.tokens, stop, |_, _| {})
+        } else {
+            generate::generate(engine, &prompt, args.tokens, stop, |_, _| {})
+        }
     };
+    let ours = timed(&mut engine)?;
+    let mut rates = vec![ours.tokens_per_second()];
+    let mut repeated_ok = true;
+    for r in 1..args.repetitions {
+        engine.reset();
+        let again = timed(&mut engine)?;
+        rates.push(again.tokens_per_second());
+        repeated_ok &= report(&format!("repetition {} vs the first", r + 1), &again, &ours);
+    }
     // The text, then the per-step hashes (printed after the run, not to time the printing).
     let text = tok.decode(&[prompt.clone(), ours.tokens()].concat())?;
     println!("{}", &text[shown.len().min(text.len())..]);
@@ -233,7 +251,12 @@ fn run(args: &Args) -> Result<bool, LlmError> {
             device.as_secs_f64() * 1e6
         );
     }
-    let mut ok = true;
+    if rates.len() > 1 {
+        let (mean, sd) = mean_sd(&rates);
+        let each: Vec<String> = rates.iter().map(|r| format!("{r:.1}")).collect();
+        println!("decode over {} repetitions: {} tokens/s (mean {mean:.1} ± {sd:.1})", rates.len(), each.join(", "));
+    }
+    let mut ok = repeated_ok;
     if args.compare.as_deref() == Some("float") {
         float_report(&model, &ours);
     } else if let Some(other) = &args.compare {
@@ -255,6 +278,14 @@ fn run(args: &Args) -> Result<bool, LlmError> {
         println!("recorded {} steps in {}", ours.steps.len(), p.display());
     }
     Ok(ok)
+}
+
+/// The mean and the sample standard deviation (`llama-bench`'s ±).
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 { xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (mean, var.sqrt())
 }
 
 /// The engine's logits beside the f64 textbook forward pass on the same tokens.
