@@ -9,7 +9,8 @@
 //!    the reference on every value: the count of differing values and the largest distance in
 //!    ulps (for incumbents too: their divergence is what the twin removes);
 //! 3. the candidates are timed kernel-only side by side (buffers once, N dispatches, one sync),
-//!    in alternating rounds; medians with the fastest and slowest round are kept. Where the
+//!    in alternating rounds; medians with the fastest and slowest round are kept. On wgpu every
+//!    candidate's dispatch is submitted to the queue alone, as a GLSL incumbent's is. Where the
 //!    runtime's graphs capture every launch (CUDA), each candidate's launches are recorded once and the graphs
 //!    replayed, so that the times are the device's and not the host's launch path (CubeCL's
 //!    launch of its own kernels, with their metadata, costs the host about a microsecond more
@@ -246,12 +247,21 @@ fn gate_shape(
     if options.speed {
         let runnable: Vec<usize> = (0..all.len()).filter(|&i| evidence[i].error.is_none()).collect();
         let names: Vec<&str> = runnable.iter().map(|&i| all[i].name.as_str()).collect();
+        // On wgpu a GLSL incumbent's dispatch is a queue submission of its own, while CubeCL
+        // batches its launches into one submission every few dozen: every candidate's dispatch
+        // is submitted alone there, so that none is timed with a cheaper submission path.
+        let submit_each = device.name().starts_with("wgpu");
         let eager: Vec<Box<dyn FnMut() + '_>> = runnable
             .iter()
             .map(|&i| {
                 let (c, (scratch, out)) = (&all[i], &per[i]);
                 let ins = &ins;
-                Box::new(move || drop((c.launch)(&Buffers { inputs: ins, scratch, out }))) as Box<dyn FnMut()>
+                Box::new(move || {
+                    drop((c.launch)(&Buffers { inputs: ins, scratch, out }));
+                    if submit_each {
+                        drop(device.flush());
+                    }
+                }) as Box<dyn FnMut()>
             })
             .collect();
         for (&i, t) in runnable.iter().zip(time_side_by_side(device, options, &names, eager)?) {
