@@ -25,7 +25,8 @@ pub struct Args {
     runtime: RuntimeName,
     /// Write `DIR/<crate>.json` instead of each crate's `ledger.json`. A file already there is
     /// the starting point (so gates of several devices or runtimes, written to one DIR, gather
-    /// in one ledger per crate); otherwise the crate's committed ledger is.
+    /// in one ledger per crate); otherwise the crate's committed ledger is. Each record is
+    /// written as soon as it is measured, so a run cut short keeps what it measured.
     #[arg(long)]
     write: Option<PathBuf>,
     /// The speed half's pass mark: `default`'s time / the arm's.
@@ -121,6 +122,9 @@ pub fn run_on(device: &Client, cpu: &Client, options: &Options) -> Result<bool, 
         failed += (record.decision == Decision::Failed) as usize;
         rows.push(row(&record));
         ledger.keep(record);
+        // Kept on disk as soon as it is measured: a run cut short (a time limit, a crash of
+        // the driver) loses none of the records made before.
+        write_ledger(entry.krate, &ledgers[entry.krate], options.write_dir.as_deref())?;
     }
     print_table(&["island", "arm", "decision", "arm µs", "default µs", "speedup", "instructions", "note"], &rows);
     write_ledgers(&ledgers, options.write_dir.as_deref())?;
@@ -163,20 +167,14 @@ fn starting_ledgers(write_dir: Option<&Path>) -> Result<BTreeMap<&'static str, (
     Ok(ledgers)
 }
 
-/// Writes each crate's ledger, to `<dir>/<crate>.json` with `write_dir`.
+/// Writes each crate's ledger, to `<dir>/<crate>.json` with `write_dir`, and says where.
 fn write_ledgers(
     ledgers: &BTreeMap<&'static str, (PathBuf, Ledger)>,
     write_dir: Option<&Path>,
 ) -> Result<(), FileError> {
-    if let Some(dir) = write_dir {
-        std::fs::create_dir_all(dir).map_err(|source| FileError { path: dir.to_path_buf(), source })?;
-    }
-    for (krate, (path, ledger)) in ledgers {
-        let path = match write_dir {
-            Some(dir) => dir.join(format!("{krate}.json")),
-            None => path.clone(),
-        };
-        std::fs::write(&path, ledger.to_text()).map_err(|source| FileError { path: path.clone(), source })?;
+    for (krate, entry) in ledgers {
+        let path = write_ledger(krate, entry, write_dir)?;
+        let ledger = &entry.1;
         eprintln!(
             "ledger of {krate}: {} records, {} cell records → {}",
             ledger.records.len(),
@@ -185,6 +183,20 @@ fn write_ledgers(
         );
     }
     Ok(())
+}
+
+/// Writes one crate's ledger (`(committed path, ledger)`), to `<dir>/<crate>.json` with
+/// `write_dir` (made if missing); returns the path written.
+fn write_ledger(krate: &str, (path, ledger): &(PathBuf, Ledger), write_dir: Option<&Path>) -> Result<PathBuf, FileError> {
+    let path = match write_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| FileError { path: dir.to_path_buf(), source })?;
+            dir.join(format!("{krate}.json"))
+        }
+        None => path.clone(),
+    };
+    std::fs::write(&path, ledger.to_text()).map_err(|source| FileError { path: path.clone(), source })?;
+    Ok(path)
 }
 
 /// Gates every registered cell (whose key contains `filter`) on `device` and writes the cell
@@ -232,7 +244,10 @@ pub fn run_ops(
             },
         ]);
         match ledgers.get_mut(registered.krate) {
-            Some((_, ledger)) => ledger.upsert_cell(record),
+            Some((_, ledger)) => {
+                ledger.upsert_cell(record);
+                write_ledger(registered.krate, &ledgers[registered.krate], write_dir)?;
+            }
             None => eprintln!(
                 "  `{}` embeds no ledger (`island_runtime::ledger!()`): this record is not kept",
                 registered.krate
