@@ -187,7 +187,11 @@ fn write_ledgers(
 
 /// Writes one crate's ledger (`(committed path, ledger)`), to `<dir>/<crate>.json` with
 /// `write_dir` (made if missing); returns the path written.
-fn write_ledger(krate: &str, (path, ledger): &(PathBuf, Ledger), write_dir: Option<&Path>) -> Result<PathBuf, FileError> {
+fn write_ledger(
+    krate: &str,
+    (path, ledger): &(PathBuf, Ledger),
+    write_dir: Option<&Path>,
+) -> Result<PathBuf, FileError> {
     let path = match write_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|source| FileError { path: dir.to_path_buf(), source })?;
