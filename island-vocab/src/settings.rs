@@ -122,8 +122,8 @@ pub const ALLOW_UNPROVEN: Setting = Setting {
 
 pub const CONFORMANCE: Setting = Setting {
     name: "ISLANDS_CONFORMANCE",
-    meaning: "The device runtimes the proofs harness checks conformance on (the engine's trials on webgpu, minutes of \
-              shader compilation on lavapipe, only where it is named)",
+    meaning: "The device runtimes the proofs harness checks conformance on (on webgpu the engine's prompt-batch, op \
+              and cell trials, minutes of shader compilation on lavapipe, only where it is named)",
     kind: Kind::Backends,
     default: "those built in, of vulkan, webgpu and cuda",
     read_by: "the proofs harness",
