@@ -215,6 +215,16 @@ pub const SKIP_MODEL: Setting = Setting {
     bad: "yes",
 };
 
+pub const SKIP_BROWSER: Setting = Setting {
+    name: "ISLANDS_SKIP_BROWSER",
+    meaning: "`1`: `scripts/setup.sh` installs neither Chromium nor the wasm32 tools (the target, `wasm-bindgen`), \
+              and the browser trial of the engine's page is ignored",
+    kind: Kind::Flag,
+    default: "0",
+    read_by: "scripts/setup.sh, the browser trial (`examples/llm-web`)",
+    bad: "yes",
+};
+
 /// Every `ISLANDS_*` variable, in the order of `docs/settings.md`.
 pub static TABLE: &[&Setting] = &[
     &POLICY,
@@ -235,6 +245,7 @@ pub static TABLE: &[&Setting] = &[
     &MODEL,
     &SKIP_VULKAN,
     &SKIP_MODEL,
+    &SKIP_BROWSER,
 ];
 
 impl Setting {
@@ -384,6 +395,11 @@ pub fn model() -> Result<Option<PathBuf>, SettingError> {
     MODEL.read(Kind::path)
 }
 
+/// `ISLANDS_SKIP_BROWSER` (`false` when unset).
+pub fn skip_browser() -> Result<bool, SettingError> {
+    Ok(SKIP_BROWSER.read(Kind::flag)?.unwrap_or(false))
+}
+
 /// Every setting of the table whose value in this process's environment is refused.
 pub fn errors() -> Vec<SettingError> {
     TABLE.iter().filter_map(|s| s.validate().err()).collect()
@@ -429,8 +445,12 @@ pub fn unknown_among(names: impl IntoIterator<Item = String>) -> Vec<Unknown> {
     unknown
 }
 
-/// The unknown `ISLANDS_` names of this process's environment.
+/// The unknown `ISLANDS_` names of this process's environment (none on the web, which has no
+/// environment: Rust's standard library panics when asked to list it there).
 pub fn unknown() -> Vec<Unknown> {
+    if cfg!(all(target_family = "wasm", target_os = "unknown")) {
+        return Vec::new();
+    }
     unknown_among(std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned()))
 }
 

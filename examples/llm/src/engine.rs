@@ -436,10 +436,28 @@ impl Engine {
             Submitted::Pending(read) => wait(read)?,
             Submitted::Ready(bytes) => bytes,
         };
+        Ok(self.step_results(&bytes))
+    }
+
+    /// [`Engine::collect`] where the host cannot block on the device (the web, whose reads
+    /// complete in the page's event loop): awaits the read.
+    pub async fn collect_async(&self, s: Submitted) -> Result<(Vec<f32>, u32), LlmError> {
+        let bytes = match s {
+            Submitted::Pending(read) => {
+                let buffers = read.await.map_err(|e| LlmError::Runtime(e.to_string()))?;
+                buffers.iter().map(|b| b.to_vec()).collect()
+            }
+            Submitted::Ready(bytes) => bytes,
+        };
+        Ok(self.step_results(&bytes))
+    }
+
+    /// A step's logits and the token it chose, from its two buffers read back.
+    fn step_results(&self, bytes: &[Vec<u8>]) -> (Vec<f32>, u32) {
         let vocab = self.config.vocab;
         let logits = f32::from_bytes(&bytes[0])[..vocab].to_vec();
         let chosen = u32::from_bytes(&bytes[1])[slots::TOKEN];
-        Ok((logits, chosen))
+        (logits, chosen)
     }
 
     /// Whether [`crate::generate`] keeps two steps in flight on this engine (see

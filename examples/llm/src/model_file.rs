@@ -38,21 +38,21 @@ pub fn read(path: &Path, verify: bool) -> Result<Vec<u8>, LlmError> {
     }
     let bytes = std::fs::read(path).map_err(|source| LlmError::Read { path: path.to_path_buf(), source })?;
     if verify {
-        if bytes.len() as u64 != SIZE {
-            return Err(LlmError::WrongModel {
-                path: path.to_path_buf(),
-                why: format!("{} bytes, expected {SIZE}", bytes.len()),
-            });
-        }
-        let hash = hex(&Sha256::digest(&bytes));
-        if hash != SHA256 {
-            return Err(LlmError::WrongModel {
-                path: path.to_path_buf(),
-                why: format!("SHA-256 {hash}, expected {SHA256}"),
-            });
-        }
+        check(&bytes).map_err(|why| LlmError::WrongModel { path: path.to_path_buf(), why })?;
     }
     Ok(bytes)
+}
+
+/// Whether `bytes` are the checked model: its size and SHA-256, else what differs.
+pub fn check(bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() as u64 != SIZE {
+        return Err(format!("{} bytes, expected {SIZE}", bytes.len()));
+    }
+    let hash = hex(&Sha256::digest(bytes));
+    if hash != SHA256 {
+        return Err(format!("SHA-256 {hash}, expected {SHA256}"));
+    }
+    Ok(())
 }
 
 /// Lower-case hexadecimal.

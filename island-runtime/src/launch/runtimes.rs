@@ -117,6 +117,25 @@ impl RuntimeName {
         std::panic::catch_unwind(make)
             .map_err(|p| ClientError::NoDevice { runtime: self, reason: crate::values::readback::panic_text(&p) })
     }
+
+    /// [`RuntimeName::client`] where the host cannot block on the device (the web): the
+    /// browser's WebGPU adapter and device are requested and awaited, then registered as the
+    /// `webgpu` runtime's (WGSL is the only language a page hands the browser). On every other
+    /// target, and for every other runtime, this is `client`.
+    pub async fn client_async(self) -> Result<Client, ClientError> {
+        #[cfg(all(target_family = "wasm", feature = "wgpu"))]
+        if self == RuntimeName::Device(Backend::WebGpu) {
+            let device = cubecl::wgpu::WgpuDevice::default();
+            cubecl::wgpu::try_init_setup_async::<cubecl::wgpu::WebGpu>(&device, Default::default())
+                .await
+                .map_err(|e| ClientError::NoDevice { runtime: self, reason: e.to_string() })?;
+            return std::panic::catch_unwind(|| {
+                <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::AutoCompiler> as Runtime>::client(&device)
+            })
+            .map_err(|p| ClientError::NoDevice { runtime: self, reason: crate::values::readback::panic_text(&p) });
+        }
+        self.client()
+    }
 }
 
 /// Why a runtime's client could not be made.

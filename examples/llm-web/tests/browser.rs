@@ -1,0 +1,134 @@
+//! The browser trial: the engine's page (`www/`, its module built for wasm32) in headless
+//! Chromium on WebGPU, WGSL compiled by the browser, generates from the prompt of the CPU
+//! runtime's committed run (`examples/llm/golden/cpu-trial.json`), and every step's token and
+//! logit hash must equal that run's, the prompt's token ids (the web build's tokenizer) too.
+//!
+//! Chromium: `$ISLANDS_CHROMIUM`-free; the first of `chromium`, `chromium-browser` on the PATH.
+//! `ISLANDS_SKIP_BROWSER=1` marks the trial ignored (`scripts/setup.sh` then installs none of
+//! its tools).
+
+use island_llm::generate::{self, Agreement};
+use island_llm::{model_file, record};
+use island_llm_web::site::{self, Posted, Server};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The prompt of the committed CPU run (its token ids are checked against the file's).
+const PROMPT: &str = "The three primary colors are";
+/// How long the page may take, from Chromium's start to the run posted back: the module's
+/// start, the model's 98 MB, and every kernel compiled by the browser on a software adapter.
+const LIMIT: Duration = Duration::from_secs(600);
+
+fn main() {
+    let args = Arguments::from_args();
+    let skip = island_vocab::settings::skip_browser();
+    let ignored = matches!(skip, Ok(true));
+    let trial = Trial::test("browser::webgpu_page_logits_equal_the_cpu_runtime", move || match &skip {
+        Ok(_) => page_equals_cpu(),
+        Err(e) => Err(e.to_string().into()),
+    })
+    .with_kind("browser")
+    .with_ignored_flag(ignored);
+    libtest_mimic::run(&args, vec![trial]).exit();
+}
+
+fn golden() -> PathBuf {
+    site::workspace().join("examples/llm/golden/cpu-trial.json")
+}
+
+fn chromium() -> Result<PathBuf, Failed> {
+    for name in ["chromium", "chromium-browser"] {
+        if Command::new(name).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok() {
+            return Ok(PathBuf::from(name));
+        }
+    }
+    Err("no `chromium` on the PATH: `bash scripts/setup.sh` installs Debian's (ISLANDS_SKIP_BROWSER=1 skips this trial)".into())
+}
+
+/// Headless Chromium with WebGPU on whatever adapter it finds (SwiftShader on a machine without a
+/// GPU), its own empty profile, and no network of its own.
+fn launch(browser: &Path, url: &str, profile: &Path) -> Result<Child, Failed> {
+    Command::new(browser)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--enable-unsafe-webgpu",
+            "--enable-features=Vulkan",
+            "--disable-gpu-sandbox",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-quic",
+            "--no-first-run",
+            "--enable-logging=stderr",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", browser.display()).into())
+}
+
+/// Kills the browser and returns the last lines it wrote.
+fn stop(mut child: Child) -> String {
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut text = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut text);
+    }
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(25)..].join("\n")
+}
+
+fn page_equals_cpu() -> Result<(), Failed> {
+    let expected = record::read(&golden())?;
+    let model = model_file::default_path()?;
+    model_file::read(&model, true)?;
+    let browser = chromium()?;
+    let started = Instant::now();
+    let site = site::build()?;
+    eprintln!("browser: the page's module built in {:.1} s", started.elapsed().as_secs_f64());
+    let server = Server::start(site, model, "127.0.0.1:0")?;
+    let profile = std::env::temp_dir().join(format!("islands-chromium-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&profile);
+    let query = format!("autorun=1&tokens={}&prompt={}", expected.steps.len(), PROMPT.replace(' ', "%20"));
+    let started = Instant::now();
+    let child = launch(&browser, &server.url(&query), &profile)?;
+    let outcome = loop {
+        let left = LIMIT.saturating_sub(started.elapsed());
+        match server.next(left) {
+            Some(Posted::Log(line)) => eprintln!("browser: {line}"),
+            Some(other) => break Some(other),
+            None => break None,
+        }
+    };
+    let log = stop(child);
+    let _ = std::fs::remove_dir_all(&profile);
+    let run = match outcome {
+        Some(Posted::Run(text)) => text,
+        Some(Posted::Error(why)) => {
+            return Err(format!("the page stopped: {why}\nChromium's last lines:\n{log}").into());
+        }
+        _ => {
+            return Err(format!("no run posted back in {} s\nChromium's last lines:\n{log}", LIMIT.as_secs()).into());
+        }
+    };
+    eprintln!("browser: the page ran in {:.1} s; its run:\n{run}", started.elapsed().as_secs_f64());
+    let got = record::parse(&run).map_err(|e| format!("the posted run is not a record ({e}):\n{run}"))?;
+    if got.prompt != expected.prompt {
+        return Err(format!(
+            "the web build's tokenizer gave the prompt {:?}, the committed run's is {:?}",
+            got.prompt, expected.prompt
+        )
+        .into());
+    }
+    match generate::compare(&got, &expected) {
+        Agreement::Identical { .. } if got.steps.len() == expected.steps.len() => Ok(()),
+        other => Err(format!("the page's run differs from the CPU runtime's committed one: {other:?}\n{run}").into()),
+    }
+}
