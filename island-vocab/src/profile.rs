@@ -152,7 +152,9 @@ impl Profile {
 
 impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} (plane {}", self.backend, self.name, self.plane)?;
+        // A browser does not name its adapter.
+        let name = if self.name.is_empty() { "(an unnamed adapter)" } else { self.name };
+        write!(f, "{} {name} (plane {}", self.backend, self.plane)?;
         if self.sm > 0 {
             write!(f, ", sm {}", self.sm)?;
         }

@@ -3,9 +3,9 @@
 //! runtime's committed run (`examples/llm/golden/cpu-trial.json`), and every step's token and
 //! logit hash must equal that run's, the prompt's token ids (the web build's tokenizer) too.
 //!
-//! Chromium: `$ISLANDS_CHROMIUM`-free; the first of `chromium`, `chromium-browser` on the PATH.
-//! `ISLANDS_SKIP_BROWSER=1` marks the trial ignored (`scripts/setup.sh` then installs none of
-//! its tools).
+//! Chromium is the first of `chromium`, `chromium-browser` on the PATH. `ISLANDS_SKIP_BROWSER=1`
+//! marks the trial ignored (`scripts/setup.sh` then installs none of its tools). The server's own
+//! trials (`site::…`) need no browser and always run.
 
 use island_llm::generate::{self, Agreement};
 use island_llm::{model_file, record};
@@ -32,7 +32,70 @@ fn main() {
     })
     .with_kind("browser")
     .with_ignored_flag(ignored);
-    libtest_mimic::run(&args, vec![trial]).exit();
+    let site = [
+        Trial::test("site::the_wasm_bindgen_version_is_the_locks", bindgen_version),
+        Trial::test("site::serves_the_site_and_nothing_above_it", serves_only_the_site),
+    ];
+    libtest_mimic::run(&args, std::iter::once(trial).chain(site).collect()).exit();
+}
+
+/// The tool's version is read from the lock file's `wasm-bindgen` package, not another's.
+fn bindgen_version() -> Result<(), Failed> {
+    let lock = "[[package]]\nname = \"wasm-bindgen-futures\"\nversion = \"0.4.80\"\n\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.130\"\n";
+    if site::bindgen_version(lock).as_deref() != Some("0.2.130") {
+        return Err(format!("read {:?} from {lock:?}", site::bindgen_version(lock)).into());
+    }
+    if let Some(v) = site::bindgen_version("[[package]]\nname = \"wasm-bindgen-macro\"\nversion = \"1\"\n") {
+        return Err(format!("read {v} from a lock without the crate").into());
+    }
+    let real = std::fs::read_to_string(site::workspace().join("Cargo.lock"))?;
+    site::bindgen_version(&real).map(drop).ok_or_else(|| "the workspace's Cargo.lock names no wasm-bindgen".into())
+}
+
+/// One request to `server`, the response's status line and body.
+fn request(server: &Server, head: &str, body: &str) -> Result<(String, String), Failed> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(server.addr)?;
+    write!(stream, "{head} HTTP/1.0\r\nContent-Length: {}\r\n\r\n{body}", body.len())?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    let status = text.lines().next().unwrap_or_default().to_string();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Ok((status, body))
+}
+
+/// The server hands out the site's files and the model, refuses paths above the site, and passes
+/// on what the page posts.
+fn serves_only_the_site() -> Result<(), Failed> {
+    let root = std::env::temp_dir().join(format!("islands-site-{}", std::process::id()));
+    let site = root.join("site");
+    std::fs::create_dir_all(site.join("pkg"))?;
+    std::fs::write(site.join("index.html"), "the page")?;
+    std::fs::write(site.join("pkg/m.wasm"), "module")?;
+    std::fs::write(root.join("secret"), "not served")?;
+    std::fs::write(root.join("model"), "weights")?;
+    let server = Server::start(site, root.join("model"), "127.0.0.1:0")?;
+    let expect = |head: &str, status: &str, body: &str| -> Result<(), Failed> {
+        let (s, b) = request(&server, head, "")?;
+        if !s.contains(status) || (!body.is_empty() && b != body) {
+            return Err(format!("`{head}`: {s} {b:?}, expected {status} {body:?}").into());
+        }
+        Ok(())
+    };
+    expect("GET /", "200", "the page")?;
+    expect("GET /pkg/m.wasm", "200", "module")?;
+    expect("GET /model.gguf", "200", "weights")?;
+    for above in ["GET /../secret", "GET /pkg/../../secret", "GET //etc/passwd", "GET /missing.js"] {
+        expect(above, "404", "")?;
+    }
+    let (s, _) = request(&server, "POST /run", "{\"prompt\": []}")?;
+    let posted = server.next(Duration::from_secs(5));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+    if !s.contains("200") || posted != Some(Posted::Run("{\"prompt\": []}".into())) {
+        return Err(format!("POST /run: {s}, posted {posted:?}").into());
+    }
+    Ok(())
 }
 
 fn golden() -> PathBuf {

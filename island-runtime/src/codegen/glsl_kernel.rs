@@ -41,7 +41,7 @@ impl GlslKernel {
     }
 }
 
-#[cfg(feature = "wgpu")]
+#[cfg(feature = "vulkan")]
 pub(crate) use with_wgpu::keep;
 
 #[cfg(feature = "wgpu")]
@@ -54,6 +54,7 @@ mod with_wgpu {
     static SETUP: OnceLock<(wgpu::Device, wgpu::Queue)> = OnceLock::new();
 
     /// Keeps the device and queue of the `vulkan` client (`crate::launch::runtimes`).
+    #[cfg(feature = "vulkan")]
     pub(crate) fn keep(device: wgpu::Device, queue: wgpu::Queue) {
         let _ = SETUP.set((device, queue));
     }

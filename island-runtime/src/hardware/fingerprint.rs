@@ -55,7 +55,9 @@ impl Fingerprint {
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} on {} (plane {}", self.runtime, self.device, self.plane)?;
+        // A browser does not name its adapter.
+        let device = if self.device.is_empty() { "an unnamed adapter" } else { &self.device };
+        write!(f, "{} on {device} (plane {}", self.runtime, self.plane)?;
         if self.sm > 0 {
             write!(f, ", sm {}", self.sm)?;
         }
