@@ -45,14 +45,26 @@ pub struct StepView {
 }
 
 /// Checks `model` (the SmolLM2 GGUF, by size and SHA-256), opens the browser's WebGPU device,
-/// runs `prompt` one token a step and generates up to `tokens` tokens greedily (stopping after
-/// the end-of-sequence token), calling `on_step` with a [`StepView`] after each.
+/// runs `prompt` (all but its last token in passes of up to `batch` tokens: the same bits as one
+/// token a step) and generates up to `tokens` tokens greedily (stopping after the end-of-sequence
+/// token), calling `on_step` with a [`StepView`] after each.
 #[wasm_bindgen]
-pub async fn generate(model: Vec<u8>, prompt: String, tokens: u32, on_step: js_sys::Function) -> Result<Run, JsError> {
-    run(&model, &prompt, tokens as usize, &on_step).await.map_err(|e| JsError::new(&e))
+pub async fn generate(
+    model: Vec<u8>,
+    prompt: String,
+    tokens: u32,
+    batch: u32,
+    on_step: js_sys::Function,
+) -> Result<Run, JsError> {
+    run(&model, &prompt, (tokens as usize, batch as usize), &on_step).await.map_err(|e| JsError::new(&e))
 }
 
-async fn run(model: &[u8], prompt: &str, count: usize, on_step: &js_sys::Function) -> Result<Run, String> {
+async fn run(
+    model: &[u8],
+    prompt: &str,
+    (count, batch): (usize, usize),
+    on_step: &js_sys::Function,
+) -> Result<Run, String> {
     model_file::check(model).map_err(|why| format!("not the checked model file ({}): {why}", model_file::FILE_NAME))?;
     let model = Model::from_gguf(model).map_err(text)?;
     let tok = Tok::new(&model.vocab).map_err(text)?;
@@ -70,12 +82,15 @@ async fn run(model: &[u8], prompt: &str, count: usize, on_step: &js_sys::Functio
         ));
     }
     let client = RuntimeName::Device(Backend::WebGpu).client_async().await.map_err(text)?;
-    // One token a step: a prompt batch reads its logits with a blocking read.
-    let mut engine = Engine::new(&client, &model, (context, 1), None).map_err(text)?;
-    let start = Instant::now();
-    for &t in head {
-        engine.step(t, false).map_err(text)?;
+    // All but the prompt's last token in passes (nothing read back), then the last one as a step
+    // whose logits are awaited. A pass holds no more than the prompt needs.
+    if batch == 0 {
+        return Err("a prompt pass of 0 tokens".into());
     }
+    let batch = batch.min(head.len().max(1));
+    let mut engine = Engine::new(&client, &model, (context, batch), None).map_err(text)?;
+    let start = Instant::now();
+    engine.prefill(head, false).map_err(text)?;
     let (mut steps, mut token) = (Vec::with_capacity(count), last);
     let (mut prompt_time, mut host) = (Duration::ZERO, Duration::ZERO);
     for index in 0..count {

@@ -1,6 +1,7 @@
 // The page: loads the module and the model, generates, and shows each step's token and logit
-// hash. With `?autorun=1` it generates once on load from `prompt` and `tokens` of the query, and
-// posts the run (or why it stopped) back to the server it came from: the browser trial reads it.
+// hash. With `?autorun=1` it generates once on load from `prompt`, `tokens` and `batch` (prompt
+// tokens a pass) of the query, and posts the run (or why it stopped) back to the server it came
+// from: the browser trial reads it.
 import init, { generate } from "./pkg/island_llm_web.js";
 
 const $ = (id) => document.getElementById(id);
@@ -41,7 +42,7 @@ async function describeAdapter() {
   return text;
 }
 
-async function run(prompt, tokens) {
+async function run(prompt, tokens, batch) {
   $("go").disabled = true;
   $("out").textContent = "";
   $("speed").textContent = "";
@@ -50,7 +51,7 @@ async function run(prompt, tokens) {
   try {
     const bytes = await loadModel();
     status("Compiling the kernels and running the prompt…");
-    const result = await generate(bytes, prompt, tokens, (step) => {
+    const result = await generate(bytes, prompt, tokens, batch, (step) => {
       const row = body.insertRow();
       for (const v of [step.index, step.token, JSON.stringify(step.piece), step.sha256]) {
         row.insertCell().textContent = v;
@@ -73,7 +74,7 @@ async function run(prompt, tokens) {
 
 $("form").addEventListener("submit", (event) => {
   event.preventDefault();
-  run($("prompt").value, Number($("tokens").value));
+  run($("prompt").value, Number($("tokens").value), Number($("batch").value));
 });
 
 try {
@@ -85,7 +86,8 @@ try {
   if (autorun) {
     if (query.has("prompt")) $("prompt").value = query.get("prompt");
     if (query.has("tokens")) $("tokens").value = query.get("tokens");
-    await run($("prompt").value, Number($("tokens").value));
+    if (query.has("batch")) $("batch").value = query.get("batch");
+    await run($("prompt").value, Number($("tokens").value), Number($("batch").value));
   }
 } catch (e) {
   fail(e && e.message ? e.message : String(e));
