@@ -73,6 +73,9 @@ async fn run(
     if count == 0 {
         return Err("0 tokens to generate".into());
     }
+    if batch == 0 {
+        return Err("a prompt pass of 0 tokens".into());
+    }
     let context = ids.len() + count;
     if context > model.config.context {
         return Err(format!(
@@ -84,9 +87,6 @@ async fn run(
     let client = RuntimeName::Device(Backend::WebGpu).client_async().await.map_err(text)?;
     // All but the prompt's last token in passes (nothing read back), then the last one as a step
     // whose logits are awaited. A pass holds no more than the prompt needs.
-    if batch == 0 {
-        return Err("a prompt pass of 0 tokens".into());
-    }
     let batch = batch.min(head.len().max(1));
     let mut engine = Engine::new(&client, &model, (context, batch), None).map_err(text)?;
     let start = Instant::now();
@@ -120,8 +120,8 @@ async fn run(
         }
     }
     let decode = start.elapsed() - prompt_time;
-    let generation = Generation { prompt: ids.clone(), steps, prefill: prompt_time, decode, host };
-    let all: Vec<u32> = ids.iter().copied().chain(generation.tokens()).collect();
+    let generation = Generation { prompt: ids, steps, prefill: prompt_time, decode, host };
+    let all: Vec<u32> = generation.prompt.iter().copied().chain(generation.tokens()).collect();
     Ok(Run {
         record: record::format(&generation),
         text: tok.decode(&all).map_err(text)?,
