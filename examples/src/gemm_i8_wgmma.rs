@@ -259,7 +259,7 @@ fn block_wgmma_mbarrier<N: Size>(
     let b_chunks = comptime!(cfg.b_stage_chunks());
     let mut sa = Shared::<[Word]>::new_aligned_slice(comptime!((stages * a_chunks) as usize), 1024usize);
     let mut sb = Shared::<[Word]>::new_aligned_slice(comptime!((stages * b_chunks) as usize), 1024usize);
-    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!((2 * stages) as usize), 8usize);
+    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(2 * stages, units, &target)), 8usize);
     if UNIT_POS == 0 {
         for i in 0..comptime!(2 * stages) {
             mbarrier::init::call(&mut bars, i, units, target);
@@ -392,7 +392,8 @@ fn block_wgmma_tma<N: Size>(
     let b_chunks = comptime!(cfg.b_stage_chunks());
     let mut sa = Shared::<[Word]>::new_aligned_slice(comptime!((stages * a_chunks) as usize), 1024usize);
     let mut sb = Shared::<[Word]>::new_aligned_slice(comptime!((stages * b_chunks) as usize), 1024usize);
-    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!((2 * stages) as usize), 8usize);
+    let mut bars =
+        Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(2 * stages, cfg.units(), &target)), 8usize);
     if UNIT_POS == 0 {
         for i in 0..stages {
             mbarrier::init::call(&mut bars, i, 1u32, target);

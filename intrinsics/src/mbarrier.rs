@@ -4,25 +4,126 @@
 //! [`arrive`]). Units then wait for exactly the stage they need instead of for the whole cube,
 //! so warpgroups drift apart and keep the tensor cores fed while another one waits.
 //!
-//! A barrier is one 8-byte word of a shared `u64` slice (`bars`, `index`). [`init`] gives it the
-//! arrivals a phase needs; a phase completes when that many arrivals are in, and the next phase
-//! starts. Phases alternate parity 0, 1, 0, …; [`wait`] for parity `p` returns once the latest
-//! phase of parity `p` completed (the `k`-th use of a slot waits for parity `k % 2`).
+//! A barrier is one 8-byte word of a shared `u64` slice (`bars`, `index`), declared
+//! `Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(n, units, &target)), 8usize)`
+//! ([`words`]: `n` words natively, more where the intrinsics are emulated). [`init`] gives it
+//! the arrivals a phase needs; a phase completes when that many arrivals are in (and every byte
+//! an arrival expects, `tma.rs`), and the next phase starts. Phases alternate parity 0, 1, 0, …;
+//! [`wait`] for parity `p` returns once the latest phase of parity `p` completed (the `k`-th use
+//! of a slot waits for parity `k % 2`; before the first phase completes, a wait for parity 1
+//! returns at once).
 //!
-//! Emulation, and its contract: [`wait`] is a cube barrier, and [`init`], [`arrive`] and
-//! [`arrive_on_copies`] (and `tma.rs`'s arrival that expects a copy's bytes) do nothing. So **every unit of the cube must
-//! call [`wait`] at the same point, for the same barrier and phase** (the pipelines here do),
-//! which makes the emulation order every access the hardware orders, and more. What it cannot
-//! catch: a missing [`arrive`], a wrong arrival count, byte count or parity (natively a wait that
-//! never completes, or one that completes a phase early). The native wait is written to end the
-//! kernel with `trap` after 2^22 polls rather than hang (no device run has exercised that). The
-//! conformance checks ([`mbarrier_pipeline`], six stages through two slots, every parity twice;
-//! `tma.rs`'s, ten copies through one barrier; native against emulation) and the GEMMs'
-//! whole-output comparisons cover those on the device.
+//! Emulation, and its contract: **every unit of the cube calls [`wait`] at the same point, for
+//! the same barrier and phase** (the pipelines here do), and the wait is a cube barrier, so the
+//! emulation orders every access the hardware orders, and more. Copies land when they are
+//! issued. The emulation keeps the books the hardware keeps: each unit counts its arrivals and
+//! the bytes it expects and delivers per barrier (in the slice's extra words), and a wait checks
+//! them against the phase it waits for, as the hardware would decide whether it returns. A wait
+//! whose phase would never complete (an arrival missing, a wrong arrival count or byte count, a
+//! wait skipped, so that two phases' arrivals pile up) or would return before its phase's
+//! arrivals are in (a wrong parity) ends the kernel for the whole cube: its outputs stay
+//! unwritten and the proof fails, deterministically, where the native kernel would trap after
+//! 2^22 polls or read a stage early. What the books cannot show: a wait skipped for a barrier's
+//! last phase (no later wait sees the surplus), and anything about units that wait at different
+//! points (roles), which the contract excludes. The conformance checks ([`mbarrier_pipeline`],
+//! six stages through two slots, every parity twice; `tma.rs`'s, ten copies through one barrier;
+//! native against emulation) and the GEMMs' whole-output comparisons run the same kernels on the
+//! device; `proofs/tests/negative.rs` holds a pipeline for each kind of bug above, each of which
+//! must fail its proof.
 
 use cubecl::prelude::*;
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
+
+/// The length of a `u64` shared slice holding `barriers` barriers for a cube of `units` units:
+/// `barriers` words where the tag lowers the intrinsics natively, and per barrier also two words
+/// per unit (its arrivals and its expected-minus-delivered bytes) where they are emulated.
+pub fn words(barriers: u32, units: u32, target: &Target) -> usize {
+    if target.native_on(island_runtime::Backend::Cuda) {
+        barriers as usize
+    } else {
+        (barriers + barriers * 2 * units) as usize
+    }
+}
+
+/// A header word the emulation could not lay out: the slice is too short for the cube (declare
+/// it with [`words`]).
+pub(crate) const SHORT: u64 = 1 << 63;
+/// No region: the slice is too short.
+pub(crate) const NONE: u32 = u32::MAX;
+/// What an emulated wait concludes: the phase it waits for completes now, it returns at once
+/// (its phase completed before and nothing is in flight), or the native wait would hang or
+/// return early.
+pub(crate) const COMPLETES: u32 = 0;
+pub(crate) const AT_ONCE: u32 = 1;
+pub(crate) const FAULT: u32 = 2;
+
+/// Where barrier `index`'s books start, counted from the slice's end (two words per unit), or
+/// [`NONE`] where they would overlap the barriers' own words `0..=index`.
+#[cube]
+pub(crate) fn books(bars: &mut [u64], index: u32) -> u32 {
+    let len = bars.len() as u32;
+    let size = (index + 1) * 2 * CUBE_DIM;
+    let mut start = 0xffff_ffffu32;
+    if size + index < len {
+        start = len - size;
+    }
+    start
+}
+
+/// The emulation's record of one arrival of this unit on barrier `index`, expecting `bytes` more
+/// bytes of asynchronous copies on its phase.
+#[cube]
+pub(crate) fn book_arrival(bars: &mut [u64], index: u32, bytes: u32) {
+    let start = books(bars, index);
+    if start != NONE {
+        let at = (start + 2 * UNIT_POS) as usize;
+        bars[at] += 1u64;
+        bars[at + 1] += u64::cast_from(bytes);
+    }
+}
+
+/// The emulation's record of `bytes` of this unit's asynchronous copies delivered on barrier
+/// `index` (they landed at their issue).
+#[cube]
+pub(crate) fn book_delivery(bars: &mut [u64], index: u32, bytes: u32) {
+    let start = books(bars, index);
+    if start != NONE {
+        let at = (start + 2 * UNIT_POS + 1) as usize;
+        bars[at] -= u64::cast_from(bytes);
+    }
+}
+
+/// What a wait for parity `parity` on barrier `index` concludes from the books (every unit
+/// reads the same words, between two cube barriers): the phase it waits for needs exactly the
+/// barrier's count of arrivals since the last completed phase and every expected byte
+/// delivered; a wait for the other parity returns at once natively, which is right only when
+/// nothing of the current phase is in flight.
+#[cube]
+pub(crate) fn conclude(bars: &mut [u64], index: u32, parity: u32) -> u32 {
+    let header = bars[index as usize];
+    let start = books(bars, index);
+    let mut verdict = 2u32;
+    if start != NONE && (header & SHORT) == 0 {
+        let count = header & 0xffff_ffffu64;
+        let completed = header >> 32u64;
+        let mut arrivals = 0u64;
+        let mut bytes = 0u64;
+        for u in 0..CUBE_DIM {
+            arrivals += bars[(start + 2 * u) as usize];
+            bytes += bars[(start + 2 * u + 1) as usize];
+        }
+        let pending = arrivals - completed * count;
+        if u64::cast_from(parity) == completed % 2u64 {
+            if pending == count && bytes == 0u64 {
+                verdict = COMPLETES;
+            }
+        } else if pending == 0u64 && bytes == 0u64 {
+            verdict = AT_ONCE;
+        }
+    }
+    verdict
+}
 
 /// Gives barrier `index` of `bars` `count` arrivals per phase and starts phase 0. One unit calls
 /// it for each barrier, before a cube barrier that precedes any other use.
@@ -47,10 +148,19 @@ pub mod init {
         );
     }
 
-    /// Nothing: the emulated [`super::wait`] is a cube barrier.
+    /// The barrier's word holds its count and, above it, its completed phases (none); every
+    /// unit's books for it are cleared.
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32, count: u32) {
-        let _ = (bars, index, count);
+        let start = crate::mbarrier::books(bars, index);
+        if start == crate::mbarrier::NONE {
+            bars[index as usize] = crate::mbarrier::SHORT;
+        } else {
+            bars[index as usize] = u64::cast_from(count);
+            for w in 0..2 * CUBE_DIM {
+                bars[(start + w) as usize] = 0u64;
+            }
+        }
     }
 }
 
@@ -75,10 +185,10 @@ pub mod arrive {
         );
     }
 
-    /// Nothing: the emulated [`super::wait`] is a cube barrier.
+    /// Booked: one arrival, no bytes.
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32) {
-        let _ = (bars, index);
+        crate::mbarrier::book_arrival(bars, index, 0u32);
     }
 }
 
@@ -109,11 +219,21 @@ pub mod wait {
         );
     }
 
-    /// A cube barrier.
+    /// A cube barrier, then the books decide, as the native wait would: the phase completes
+    /// (unit 0 counts it after a second cube barrier, once every unit has read the books), the
+    /// wait returns at once, or the kernel ends for every unit (`terminate!`: the native wait
+    /// would hang or return before its phase).
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32, parity: u32) {
-        let _ = (bars, index, parity);
         sync_cube();
+        let verdict = crate::mbarrier::conclude(bars, index, parity);
+        sync_cube();
+        if verdict == crate::mbarrier::FAULT {
+            terminate!();
+        }
+        if verdict == crate::mbarrier::COMPLETES && UNIT_POS == 0 {
+            bars[index as usize] += 1u64 << 32u64;
+        }
     }
 }
 
@@ -139,11 +259,10 @@ pub mod arrive_on_copies {
         );
     }
 
-    /// Nothing: the emulated copies are complete already, and the emulated wait is a cube
-    /// barrier.
+    /// Booked: one arrival (the emulated copies landed at their issue).
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32) {
-        let _ = (bars, index);
+        crate::mbarrier::book_arrival(bars, index, 0u32);
     }
 }
 
@@ -185,7 +304,7 @@ pub fn mbarrier_pipeline(src: &[Word], out: &mut [Word], #[comptime] target: Tar
         cuda if sm >= 90 => {
             let mut tile = Shared::<[Word]>::new_slice(comptime!((SLOTS * UNITS) as usize));
             // Barriers 0 and 1: the slots' "full"; 2 and 3: their "empty".
-            let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!((2 * SLOTS) as usize), 8usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(words(2 * SLOTS, UNITS, &target)), 8usize);
             if UNIT_POS == 0 {
                 for i in 0..comptime!(2 * SLOTS) {
                     init::call(&mut bars, i, UNITS, target);

@@ -18,12 +18,14 @@
 //! the producer waits for).
 //!
 //! Emulation: [`load_2d`] copies the box at once from the tensor it is given beside the map, by
-//! the calling unit; [`acquire_map`] does nothing. What it cannot catch: a map that describes
-//! another tensor or box than the `TILE` the call names (the CPU never reads the map), a wrong
-//! byte count (natively a wait that never completes, then a trap), a slot refilled while it is
-//! still read, or a missing [`acquire_map`]. The conformance check ([`tma_load_2d`]: ten boxes
-//! in the four swizzle modes, out of bounds in rows, columns and both, native against emulation)
-//! covers the first two on the device, and a GEMM's whole-output comparison the third. A missing
+//! the calling unit, and books its bytes as delivered on its barrier; [`arrive_expect_tx`] books
+//! an arrival expecting its bytes, so a wrong byte count fails the next wait on the CPU as it
+//! would hang the native one ([`crate::mbarrier`]'s books). [`acquire_map`] does nothing. What it
+//! cannot catch: a map that describes another tensor or box than the `TILE` the call names (the
+//! CPU never reads the map), a slot refilled while it is still read, or a missing
+//! [`acquire_map`]. The conformance check ([`tma_load_2d`]: ten boxes in the four swizzle modes,
+//! out of bounds in rows, columns and both, native against emulation) covers the first on the
+//! device, and a GEMM's whole-output comparison the second. A missing
 //! acquire shows only when the copy engine still holds an older map at that address, which no
 //! check here arranges: it is a rule of the API, stated here and at [`acquire_map`].
 
@@ -80,11 +82,11 @@ pub mod arrive_expect_tx {
         );
     }
 
-    /// Nothing: the emulated copies are complete already, and the emulated wait is a cube
-    /// barrier.
+    /// Booked: one arrival expecting `bytes` (the emulated copies landed at their issue and
+    /// booked theirs as delivered).
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32, bytes: u32) {
-        let _ = (bars, index, bytes);
+        crate::mbarrier::book_arrival(bars, index, bytes);
     }
 }
 
@@ -117,7 +119,8 @@ pub mod load_2d {
         );
     }
 
-    /// The box, copied at once from `src` by this unit, written at the swizzled places.
+    /// The box, copied at once from `src` by this unit ([`land_box`](crate::tma::land_box)), and its bytes
+    /// booked as delivered on barrier `bar` ([`crate::mbarrier`]'s books).
     #[cube]
     pub fn emulate(
         tile: &mut [Vector<i32, Const<4>>],
@@ -130,23 +133,38 @@ pub mod load_2d {
         bar: u32,
         #[comptime] layout: TmaTile,
     ) {
-        let _ = (map, bars, bar);
-        let row_words = comptime!(layout.row_bytes / 16);
-        let box_words = comptime!(layout.box_bytes / 16);
-        let rows = src.len() as u32 / row_words;
-        for r in 0..comptime!(layout.box_rows) {
-            for w in 0..box_words {
-                let mut byte = at * 16 + (r * box_words + w) * 16;
-                if comptime!(layout.swizzle > 0) {
-                    byte ^= ((byte >> 7) & comptime!(layout.swizzle / 16 - 1)) << 4;
-                }
-                let (row, word) = (y + r, x + w);
-                let mut value = Vector::<i32, Const<4>>::new(0);
-                if row < rows && word < row_words {
-                    value = src[(row * row_words + word) as usize];
-                }
-                tile[(byte / 16) as usize] = value;
+        let _ = map;
+        crate::mbarrier::book_delivery(bars, bar, comptime!(layout.box_size()));
+        crate::tma::land_box(tile, at, src, x, y, layout);
+    }
+}
+
+/// What a [`load_2d`] writes: the box of `src` at column word `x` and row `y`, at word `at` of
+/// `tile`, each 16-byte chunk at its swizzled place, zeros outside the tensor.
+#[cube]
+pub fn land_box(
+    tile: &mut [Vector<i32, Const<4>>],
+    at: u32,
+    src: &[Vector<i32, Const<4>>],
+    x: u32,
+    y: u32,
+    #[comptime] layout: TmaTile,
+) {
+    let row_words = comptime!(layout.row_bytes / 16);
+    let box_words = comptime!(layout.box_bytes / 16);
+    let rows = src.len() as u32 / row_words;
+    for r in 0..comptime!(layout.box_rows) {
+        for w in 0..box_words {
+            let mut byte = at * 16 + (r * box_words + w) * 16;
+            if comptime!(layout.swizzle > 0) {
+                byte ^= ((byte >> 7) & comptime!(layout.swizzle / 16 - 1)) << 4;
             }
+            let (row, word) = (y + r, x + w);
+            let mut value = Vector::<i32, Const<4>>::new(0);
+            if row < rows && word < row_words {
+                value = src[(row * row_words + word) as usize];
+            }
+            tile[(byte / 16) as usize] = value;
         }
     }
 }
@@ -240,7 +258,7 @@ pub fn tma_load_2d(
         ), cube_dim = 128;
         cuda if sm >= 90 => {
             let mut tile = Shared::<[Word]>::new_aligned_slice(comptime!(BOX_WORDS as usize), 1024usize);
-            let mut bars = Shared::<[u64]>::new_aligned_slice(1usize, 8usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(crate::mbarrier::words(1, 128, &target)), 8usize);
             if UNIT_POS == 0 {
                 crate::mbarrier::init::call(&mut bars, 0, 1, target);
                 acquire_map::call(map_128, target);

@@ -224,11 +224,13 @@ pub mod tma_s8 {
     ) -> Vector<i32, N> {
         let (a_words, b_words) = (comptime!(tile_a.box_size() / 16), comptime!(tile_b.box_size() / 16));
         let b_first = comptime!(stages * a_words);
+        // The copies without the barriers' books: this emulation orders them by cube barriers.
+        let _ = (map_a, map_b, bars);
         if UNIT_POS == 0 {
             for s in 0..stages {
                 if s < k_tiles {
-                    crate::tma::load_2d::emulate(tiles, s * a_words, map_a, a, s * 8, ya, bars, s, tile_a);
-                    crate::tma::load_2d::emulate(tiles, b_first + s * b_words, map_b, bt, s * 8, yb, bars, s, tile_b);
+                    crate::tma::land_box(tiles, s * a_words, a, s * 8, ya, tile_a);
+                    crate::tma::land_box(tiles, b_first + s * b_words, bt, s * 8, yb, tile_b);
                 }
             }
         }
@@ -250,18 +252,8 @@ pub mod tma_s8 {
             sync_cube();
             let next = kt + stages;
             if UNIT_POS == 0 && next < k_tiles {
-                crate::tma::load_2d::emulate(tiles, slot * a_words, map_a, a, next * 8, ya, bars, slot, tile_a);
-                crate::tma::load_2d::emulate(
-                    tiles,
-                    b_first + slot * b_words,
-                    map_b,
-                    bt,
-                    next * 8,
-                    yb,
-                    bars,
-                    slot,
-                    tile_b,
-                );
+                crate::tma::land_box(tiles, slot * a_words, a, next * 8, ya, tile_a);
+                crate::tma::land_box(tiles, b_first + slot * b_words, bt, next * 8, yb, tile_b);
             }
         }
         acc

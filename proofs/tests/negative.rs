@@ -517,7 +517,7 @@ pub fn mbarrier_refill_into_next_slot(
         proof(src: &[Vector<i32, Const<4>>; 256], out: &mut [Vector<i32, Const<4>>; 256]), cube_dim = 64;
         cuda if sm >= 90 => {
             let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(128usize);
-            let mut bars = Shared::<[u64]>::new_aligned_slice(4usize, 8usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(4, 64, &target)), 8usize);
             if UNIT_POS == 0 {
                 for i in 0..4u32 {
                     mbarrier::init::call(&mut bars, i, 64u32, target);
@@ -549,6 +549,185 @@ pub fn mbarrier_refill_into_next_slot(
     }
 }
 
+/// The synchronization bugs a two-slot `mbarrier` pipeline can have (four stages of 64 units'
+/// `cp.async` copies, the pipeline of [`mbarrier_refill_into_next_slot`] without its slot slip),
+/// one per variant. Natively each reads a stage before its copies land or waits for a phase that
+/// never completes (then traps); on the CPU, where copies land at their issue, the emulated
+/// barriers' books catch each at a wait (`island_intrinsics::mbarrier`'s emulation).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum SyncSlip {
+    /// The "full" waits ask for the other parity: the first returns before the copies land.
+    WrongParity,
+    /// Stage 1 is read without waiting for its slot's "full" phase.
+    ReadBeforeFull,
+    /// Slot 0 is refilled without waiting for its "empty" phase (every unit done reading).
+    RefillBeforeEmpty,
+    /// Unit 5 never arrives on slot 0's first "empty" phase.
+    MissingArrival,
+}
+
+#[cube]
+fn slipped_pipeline(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] slip: SyncSlip,
+    #[comptime] target: Target,
+) {
+    let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(128usize);
+    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(4, 64, &target)), 8usize);
+    if UNIT_POS == 0 {
+        for i in 0..4u32 {
+            mbarrier::init::call(&mut bars, i, 64u32, target);
+        }
+    }
+    sync_cube();
+    for t in 0..2u32 {
+        cp_async::copy16::call(&mut tile, t * 64 + UNIT_POS, src, t * 64 + UNIT_POS, target);
+        mbarrier::arrive_on_copies::call(&mut bars, t, target);
+    }
+    for t in 0..4u32 {
+        let (slot, parity) = (t % 2, (t / 2) % 2);
+        if comptime!(slip == SyncSlip::WrongParity) {
+            mbarrier::wait::call(&mut bars, slot, 1 - parity, target);
+        } else if comptime!(slip == SyncSlip::ReadBeforeFull) {
+            if t != 1 {
+                mbarrier::wait::call(&mut bars, slot, parity, target);
+            }
+        } else {
+            mbarrier::wait::call(&mut bars, slot, parity, target);
+        }
+        out[(t * 64 + UNIT_POS) as usize] = tile[(slot * 64 + (UNIT_POS + 9) % 64) as usize];
+        if comptime!(slip == SyncSlip::MissingArrival) {
+            if t != 0 || UNIT_POS != 5 {
+                mbarrier::arrive::call(&mut bars, 2 + slot, target);
+            }
+        } else {
+            mbarrier::arrive::call(&mut bars, 2 + slot, target);
+        }
+        if comptime!(slip == SyncSlip::RefillBeforeEmpty) {
+            if t != 0 {
+                mbarrier::wait::call(&mut bars, 2 + slot, parity, target);
+            }
+        } else {
+            mbarrier::wait::call(&mut bars, 2 + slot, parity, target);
+        }
+        if t + 2 < 4 {
+            cp_async::copy16::call(&mut tile, slot * 64 + UNIT_POS, src, (t + 2) * 64 + UNIT_POS, target);
+            mbarrier::arrive_on_copies::call(&mut bars, slot, target);
+        }
+    }
+}
+
+/// What [`slipped_pipeline`] computes when it has no slip.
+#[cube]
+fn pipeline_default(src: &[Vector<i32, Const<4>>], out: &mut [Vector<i32, Const<4>>]) {
+    for t in 0..4u32 {
+        out[(t * 64 + UNIT_POS) as usize] = src[(t * 64 + (UNIT_POS + 9) % 64) as usize];
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn mbarrier_wait_with_the_wrong_parity(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 256], out: &mut [Vector<i32, Const<4>>; 256]), cube_dim = 64;
+        cuda if sm >= 90 => slipped_pipeline(src, out, SyncSlip::WrongParity, target),
+        default => pipeline_default(src, out),
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn mbarrier_stage_read_before_its_full_wait(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 256], out: &mut [Vector<i32, Const<4>>; 256]), cube_dim = 64;
+        cuda if sm >= 90 => slipped_pipeline(src, out, SyncSlip::ReadBeforeFull, target),
+        default => pipeline_default(src, out),
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn mbarrier_slot_refilled_before_its_empty_wait(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 256], out: &mut [Vector<i32, Const<4>>; 256]), cube_dim = 64;
+        cuda if sm >= 90 => slipped_pipeline(src, out, SyncSlip::RefillBeforeEmpty, target),
+        default => pipeline_default(src, out),
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn mbarrier_arrival_missing(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 256], out: &mut [Vector<i32, Const<4>>; 256]), cube_dim = 64;
+        cuda if sm >= 90 => slipped_pipeline(src, out, SyncSlip::MissingArrival, target),
+        default => pipeline_default(src, out),
+    }
+}
+
+/// One TMA box whose arrival expects 16 bytes fewer than the box holds: natively the phase
+/// completes before the copy's last bytes land (or, with more bytes, never); the emulated
+/// barrier's books catch it at the wait.
+#[islands(expect_mismatch)]
+#[cube]
+pub fn tma_expects_the_wrong_bytes(
+    src: &[Vector<i32, Const<4>>],
+    map: &[u32],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(
+            src: &[Vector<i32, Const<4>>; 512],
+            map: tensor_map(src, island_intrinsics::tma::BOX_PLAIN),
+            out: &mut [Vector<i32, Const<4>>; 64],
+        ), cube_dim = 64;
+        cuda if sm >= 90 => {
+            let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(64usize, 1024usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(1, 64, &target)), 8usize);
+            if UNIT_POS == 0 {
+                mbarrier::init::call(&mut bars, 0, 1u32, target);
+                tma::acquire_map::call(map, target);
+            }
+            sync_cube();
+            if UNIT_POS == 0 {
+                tma::arrive_expect_tx::call(&mut bars, 0, 1008u32, target);
+                tma::load_2d::call(&mut tile, 0, map, src, 2u32, 3u32, &mut bars, 0, tma::BOX_PLAIN, target);
+            }
+            mbarrier::wait::call(&mut bars, 0, 0u32, target);
+            out[UNIT_POS as usize] = tile[UNIT_POS as usize];
+        },
+        default => {
+            // Box word `UNIT_POS`: row `UNIT_POS / 16`, word `UNIT_POS % 16` of the 4 × 256-byte
+            // box at (2 words, 3 rows) of a tensor with 16 words a row: its last 2 words of
+            // each row lie past the tensor's columns, zeros.
+            let (row, word) = (3 + UNIT_POS / 16, 2 + UNIT_POS % 16);
+            let mut value = Vector::<i32, Const<4>>::new(0i32);
+            if word < 16 {
+                value = src[(row * 16 + word) as usize];
+            }
+            out[UNIT_POS as usize] = value;
+        },
+    }
+}
+
 /// A TMA box read as if it lay row after row in shared memory: the 128-byte swizzle the copy
 /// applied is not undone, so every row but each eighth reads its chunks in another order.
 #[islands(expect_mismatch)]
@@ -567,7 +746,7 @@ pub fn tma_box_read_unswizzled(
         ), cube_dim = 64;
         cuda if sm >= 90 => {
             let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(64usize, 1024usize);
-            let mut bars = Shared::<[u64]>::new_aligned_slice(1usize, 8usize);
+            let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(1, 64, &target)), 8usize);
             if UNIT_POS == 0 {
                 mbarrier::init::call(&mut bars, 0, 1u32, target);
                 tma::acquire_map::call(map, target);
