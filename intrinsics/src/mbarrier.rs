@@ -13,57 +13,68 @@
 //! of a slot waits for parity `k % 2`; before the first phase completes, a wait for parity 1
 //! returns at once).
 //!
-//! Emulation, and its contract: **every unit of the cube calls [`wait`] at the same point, for
-//! the same barrier and phase** (the pipelines here do), and the wait is a cube barrier, so the
-//! emulation orders every access the hardware orders, and more. Copies land when they are
-//! issued. The emulation keeps the books the hardware keeps: each unit counts its arrivals and
-//! the bytes it expects and delivers per barrier (in the slice's extra words), and a wait checks
-//! them against the phase it waits for, as the hardware would decide whether it returns. A wait
-//! whose phase would never complete (an arrival missing, a wrong arrival count or byte count, a
-//! wait skipped, so that two phases' arrivals pile up) or would return before its phase's
-//! arrivals are in (a wrong parity) ends the kernel for the whole cube: its outputs stay
-//! unwritten and the proof fails, deterministically, where the native kernel would trap after
-//! 2^22 polls or read a stage early. What the books cannot show: a wait skipped for a barrier's
-//! last phase (no later wait sees the surplus), and anything about units that wait at different
-//! points (roles), which the contract excludes. The conformance checks ([`mbarrier_pipeline`],
-//! six stages through two slots, every parity twice; `tma.rs`'s, ten copies through one barrier;
-//! native against emulation) and the GEMMs' whole-output comparisons run the same kernels on the
-//! device; `proofs/tests/negative.rs` holds a pipeline for each kind of bug above, each of which
-//! must fail its proof.
+//! Emulation. Copies land when they are issued; every unit of the cube runs as its own thread
+//! on the CPU runtime. The emulation keeps the books the hardware keeps: each unit counts its
+//! arrivals and the bytes it expects and delivers per barrier, and the phases it has waited
+//! through (in the slice's extra words). Waits proceed in rounds: a round starts when every unit
+//! of the cube is in a [`wait`] (at any point of its code: a producer and its consumers wait at
+//! different ones) or has called [`retire`] (a cube barrier), and in it each wait whose phase
+//! completed returns, as the native one would, the others waiting on. **The contract: every unit
+//! of the cube ends in [`retire`] where units wait at different points** (a unit that returned
+//! could not take part in the others' rounds, and they would never complete), and no unit calls
+//! `sync_cube` while another waits on a barrier (natively a cube barrier then hangs too). Where
+//! every unit waits at the same points (the pipelines here), `retire` is not needed.
+//!
+//! The books end the kernel for the whole cube (its outputs stay unwritten, so the proof fails,
+//! deterministically) where the native kernel would hang, then trap after 2^22 polls, or read a
+//! stage early: a round in which no wait can return and not every unit has retired (an arrival
+//! missing, a wrong arrival count or byte count, a wrong parity that waits for a phase already
+//! complete), or a wait that would pass over a phase its unit never waited through (a wait
+//! skipped, so that two phases piled up: a stage read before its copies landed, or a slot
+//! refilled while it was still read). What the books cannot show: a wait skipped for a
+//! barrier's last phase (no later wait passes over it), and a wrong parity that returns before
+//! the phase's arrivals are in but whose data is there anyway, since copies land at their issue.
+//! The conformance checks ([`mbarrier_pipeline`], six stages through two slots, every parity
+//! twice; [`mbarrier_roles`], a producer warp and three consumer warps; `tma.rs`'s, ten copies
+//! through one barrier; native against emulation) and the GEMMs' whole-output comparisons run
+//! the same kernels on the device; `proofs/tests/negative.rs` holds a pipeline for each kind of
+//! bug above, each of which must fail its proof.
 
 use cubecl::prelude::*;
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
 
 /// The length of a `u64` shared slice holding `barriers` barriers for a cube of `units` units:
-/// `barriers` words where the tag lowers the intrinsics natively, and per barrier also two words
-/// per unit (its arrivals and its expected-minus-delivered bytes) where they are emulated.
+/// `barriers` words where the tag lowers the intrinsics natively; where they are emulated, also
+/// the books: per barrier three words per unit (its arrivals, its expected-minus-delivered bytes,
+/// the phases it has waited through), and one word per unit (its verdict in a round of waits).
 pub fn words(barriers: u32, units: u32, target: &Target) -> usize {
     if target.native_on(island_runtime::Backend::Cuda) {
         barriers as usize
     } else {
-        (barriers + barriers * 2 * units) as usize
+        (barriers + barriers * 3 * units + units) as usize
     }
 }
 
-/// A header word the emulation could not lay out: the slice is too short for the cube (declare
-/// it with [`words`]).
+/// A barrier word the emulation could not lay out its books for: the slice is too short for
+/// the cube (declare it with [`words`]).
 pub(crate) const SHORT: u64 = 1 << 63;
-/// No region: the slice is too short.
+/// No books: the slice is too short.
 pub(crate) const NONE: u32 = u32::MAX;
-/// What an emulated wait concludes: the phase it waits for completes now, it returns at once
-/// (its phase completed before and nothing is in flight), or the native wait would hang or
-/// return early.
-pub(crate) const COMPLETES: u32 = 0;
-pub(crate) const AT_ONCE: u32 = 1;
-pub(crate) const FAULT: u32 = 2;
+/// A unit's verdict in a round of emulated waits: its wait returns, it still waits, or the unit
+/// has retired; any other value (2) says the native wait would hang or pass over a phase.
+pub(crate) const READY: u64 = 0;
+pub(crate) const BLOCKED: u64 = 1;
+pub(crate) const RETIRED: u64 = 3;
 
-/// Where barrier `index`'s books start, counted from the slice's end (two words per unit), or
-/// [`NONE`] where they would overlap the barriers' own words `0..=index`.
+/// Where barrier `index`'s books start (three words per unit, counted from the slice's end,
+/// after the units' verdict words), or [`NONE`] where they would reach the barriers' own words
+/// `0..=index`.
 #[cube]
 pub(crate) fn books(bars: &mut [u64], index: u32) -> u32 {
     let len = bars.len() as u32;
-    let size = (index + 1) * 2 * CUBE_DIM;
+    let size = CUBE_DIM + (index + 1) * 3 * CUBE_DIM;
+    // NONE, written as a literal: a `const` would be a comptime value, not a variable.
     let mut start = 0xffff_ffffu32;
     if size + index < len {
         start = len - size;
@@ -77,7 +88,7 @@ pub(crate) fn books(bars: &mut [u64], index: u32) -> u32 {
 pub(crate) fn book_arrival(bars: &mut [u64], index: u32, bytes: u32) {
     let start = books(bars, index);
     if start != NONE {
-        let at = (start + 2 * UNIT_POS) as usize;
+        let at = (start + 3 * UNIT_POS) as usize;
         bars[at] += 1u64;
         bars[at + 1] += u64::cast_from(bytes);
     }
@@ -89,40 +100,102 @@ pub(crate) fn book_arrival(bars: &mut [u64], index: u32, bytes: u32) {
 pub(crate) fn book_delivery(bars: &mut [u64], index: u32, bytes: u32) {
     let start = books(bars, index);
     if start != NONE {
-        let at = (start + 2 * UNIT_POS + 1) as usize;
+        let at = (start + 3 * UNIT_POS + 1) as usize;
         bars[at] -= u64::cast_from(bytes);
     }
 }
 
-/// What a wait for parity `parity` on barrier `index` concludes from the books (every unit
-/// reads the same words, between two cube barriers): the phase it waits for needs exactly the
-/// barrier's count of arrivals since the last completed phase and every expected byte
-/// delivered; a wait for the other parity returns at once natively, which is right only when
-/// nothing of the current phase is in flight.
+/// This unit's verdict for a wait for parity `parity` on barrier `index`, from the books (read
+/// while every unit is in a round, between two cube barriers). The barrier's completed phases
+/// are its arrivals over its count, less the last phase while bytes it expects are missing; the
+/// native wait returns once the phase in progress has the other parity. A wait that returns
+/// must not pass over a phase this unit never waited through (a skipped wait: two phases piled
+/// up); on return the unit has waited through every completed phase.
 #[cube]
-pub(crate) fn conclude(bars: &mut [u64], index: u32, parity: u32) -> u32 {
+pub(crate) fn decide(bars: &mut [u64], index: u32, parity: u32) -> u64 {
     let header = bars[index as usize];
     let start = books(bars, index);
-    let mut verdict = 2u32;
-    if start != NONE && (header & SHORT) == 0 {
+    let mut verdict = 2u64; // a fault, written as a literal (see `books`)
+    if start != NONE && (header & SHORT) == 0 && (header & 0xffff_ffffu64) > 0u64 {
         let count = header & 0xffff_ffffu64;
-        let completed = header >> 32u64;
         let mut arrivals = 0u64;
         let mut bytes = 0u64;
         for u in 0..CUBE_DIM {
-            arrivals += bars[(start + 2 * u) as usize];
-            bytes += bars[(start + 2 * u + 1) as usize];
+            arrivals += bars[(start + 3 * u) as usize];
+            bytes += bars[(start + 3 * u + 1) as usize];
         }
-        let pending = arrivals - completed * count;
-        if u64::cast_from(parity) == completed % 2u64 {
-            if pending == count && bytes == 0u64 {
-                verdict = COMPLETES;
-            }
-        } else if pending == 0u64 && bytes == 0u64 {
-            verdict = AT_ONCE;
+        let phases = arrivals / count;
+        let unpaid = bytes != 0u64 && phases > 0u64 && arrivals == phases * count;
+        let completed = phases - select(unpaid, 1u64, 0u64);
+        let seen_at = (start + 3 * UNIT_POS + 2) as usize;
+        let seen = bars[seen_at];
+        if completed % 2u64 == u64::cast_from(parity) {
+            verdict = BLOCKED;
+        } else if completed <= seen + 1u64 {
+            verdict = READY;
+            bars[seen_at] = completed;
         }
     }
     verdict
+}
+
+/// What every unit concludes from the round's verdicts (the same for all): 0, some wait returns;
+/// 1, every unit has retired; 2, a fault, or no wait can return and not every unit has retired
+/// (natively the cube would hang).
+#[cube]
+pub(crate) fn round_outcome(bars: &mut [u64]) -> u32 {
+    let first = bars.len() as u32 - CUBE_DIM;
+    let mut ready = 0u32;
+    let mut retired = 0u32;
+    let mut fault = 0u32;
+    for u in 0..CUBE_DIM {
+        let v = bars[(first + u) as usize];
+        if v == READY {
+            ready += 1;
+        } else if v == RETIRED {
+            retired += 1;
+        } else if v != BLOCKED {
+            fault += 1;
+        }
+    }
+    let mut outcome = 2u32;
+    if fault == 0 && ready > 0 {
+        outcome = 0u32;
+    } else if fault == 0 && retired == CUBE_DIM {
+        outcome = 1u32;
+    }
+    outcome
+}
+
+/// One round of emulated waits for this unit with verdict `verdict`: every unit is in a wait or
+/// retired (a cube barrier, before the call), each writes its verdict, and after a second cube
+/// barrier every unit reads the same outcome ([`round_outcome`]). On a fault the caller ends the
+/// kernel once it has left its loop of rounds (`terminate!` inside a loop does not end it on
+/// CubeCL 0.11's CPU runtime).
+#[cube]
+pub(crate) fn round(bars: &mut [u64], verdict: u64) -> u32 {
+    let mine = (bars.len() as u32 - CUBE_DIM + UNIT_POS) as usize;
+    bars[mine] = verdict;
+    sync_cube();
+    round_outcome(bars)
+}
+
+/// Where units of a cube take roles that wait at different points (a producer and consumers),
+/// each unit calls this when its role is done, before it returns: natively nothing; emulated, the
+/// unit takes part in the rounds of the others' waits until every unit has retired (a unit that
+/// returned could not, and the others' rounds would never complete).
+#[cube]
+pub fn retire(bars: &mut [u64], #[comptime] target: Target) {
+    if comptime!(!target.native_on(island_runtime::Backend::Cuda)) {
+        let mut outcome = 0u32;
+        while outcome == 0u32 {
+            sync_cube();
+            outcome = crate::mbarrier::round(bars, RETIRED);
+        }
+        if outcome == 2u32 {
+            terminate!();
+        }
+    }
 }
 
 /// Gives barrier `index` of `bars` `count` arrivals per phase and starts phase 0. One unit calls
@@ -148,8 +221,7 @@ pub mod init {
         );
     }
 
-    /// The barrier's word holds its count and, above it, its completed phases (none); every
-    /// unit's books for it are cleared.
+    /// The barrier's word holds its count; every unit's books for it are cleared.
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32, count: u32) {
         let start = crate::mbarrier::books(bars, index);
@@ -157,7 +229,7 @@ pub mod init {
             bars[index as usize] = crate::mbarrier::SHORT;
         } else {
             bars[index as usize] = u64::cast_from(count);
-            for w in 0..2 * CUBE_DIM {
+            for w in 0..3 * CUBE_DIM {
                 bars[(start + w) as usize] = 0u64;
             }
         }
@@ -193,12 +265,12 @@ pub mod arrive {
 }
 
 /// Waits until the latest phase of parity `parity` (0 or 1) of barrier `index` completed
-/// (acquire: what the arrivals released is visible after it). Every unit of the cube calls it at
-/// the same point (the emulation's contract, above).
+/// (acquire: what the arrivals released is visible after it). Units may wait at different
+/// points; then each ends in [`retire`] (the emulation's contract, above).
 #[intrinsic(
     name = "mbarrier::wait",
     semantics = synchronizing("a barrier's arrival count and phase parity, and the waits that read them"),
-    summary = "waits for a phase of a shared-memory barrier by parity, with acquire semantics (sm_90; every unit at the same point)",
+    summary = "waits for a phase of a shared-memory barrier by parity, with acquire semantics (sm_90)",
     check = crate::mbarrier::mbarrier_pipeline,
     lowerings(cuda if sm >= 90 => "mbarrier.try_wait.parity.shared::cta.b64" sass "SYNCS.PHASECHK"),
 )]
@@ -219,20 +291,28 @@ pub mod wait {
         );
     }
 
-    /// A cube barrier, then the books decide, as the native wait would: the phase completes
-    /// (unit 0 counts it after a second cube barrier, once every unit has read the books), the
-    /// wait returns at once, or the kernel ends for every unit (`terminate!`: the native wait
-    /// would hang or return before its phase).
+    /// Rounds until the wait returns: in each, every unit of the cube is in a wait or retired
+    /// (a cube barrier), this unit's verdict comes from the books ([`crate::mbarrier::decide`]),
+    /// and every unit reads the same outcome: the waits whose phase completed return, and the
+    /// kernel ends for the whole cube (`terminate!`) on a fault or where no wait can return
+    /// (natively a hang, then a trap).
     #[cube]
     pub fn emulate(bars: &mut [u64], index: u32, parity: u32) {
-        sync_cube();
-        let verdict = crate::mbarrier::conclude(bars, index, parity);
-        sync_cube();
-        if verdict == crate::mbarrier::FAULT {
-            terminate!();
+        // 0: waiting; 1: the wait returns; 2: a fault (numbers, not flags: CubeCL 0.11 keeps a
+        // literal `bool` a compile-time value).
+        let mut state = 0u32;
+        while state == 0u32 {
+            sync_cube();
+            let verdict = crate::mbarrier::decide(bars, index, parity);
+            let outcome = crate::mbarrier::round(bars, verdict);
+            if outcome == 2u32 {
+                state = 2u32;
+            } else if verdict == crate::mbarrier::READY {
+                state = 1u32;
+            }
         }
-        if verdict == crate::mbarrier::COMPLETES && UNIT_POS == 0 {
-            bars[index as usize] += 1u64 << 32u64;
+        if state == 2u32 {
+            terminate!();
         }
     }
 }
@@ -328,6 +408,75 @@ pub fn mbarrier_pipeline(src: &[Word], out: &mut [Word], #[comptime] target: Tar
         default => {
             for t in 0..STAGES {
                 out[(t * UNITS + UNIT_POS) as usize] = src[chunk_of(t, (UNIT_POS + 17) % UNITS) as usize];
+            }
+        },
+    }
+}
+
+/// [`mbarrier_roles`]' cube: a producer warp and three consumer warps, one 16-byte chunk per
+/// consumer a stage.
+const PRODUCERS: u32 = 32;
+const CONSUMERS: u32 = 96;
+
+/// The chunk of stage `t` that consumer `c`'s slot word holds.
+#[cube]
+fn role_chunk(t: u32, c: u32) -> u32 {
+    t * CONSUMERS + (c * 37 + 5) % CONSUMERS
+}
+
+/// Producer and consumers that wait at different points: warp 0 copies each stage into its slot
+/// (three `cp.async` chunks a unit) and arrives on the slot's "full" barrier, waiting on its
+/// "empty" barrier before each refill; the other three warps wait on "full", read a chunk another
+/// unit copied, and arrive on "empty". Six stages through two slots, each slot's barriers in both
+/// parities; every unit retires at the end. A wrong parity, arrival count or slot, or a refill
+/// before the slot is released, reads another stage's bytes (or stalls, then traps).
+#[islands]
+#[cube]
+pub fn mbarrier_roles(src: &[Word], out: &mut [Word], #[comptime] target: Target) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 576], out: &mut [Vector<i32, Const<4>>; 576]), cube_dim = 128;
+        cuda if sm >= 90 => {
+            let mut tile = Shared::<[Word]>::new_slice(comptime!((SLOTS * CONSUMERS) as usize));
+            // Barriers 0 and 1: the slots' "full" (one arrival per producer unit); 2 and 3: their
+            // "empty" (one per consumer).
+            let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(words(2 * SLOTS, UNITS, &target)), 8usize);
+            if UNIT_POS == 0 {
+                for i in 0..SLOTS {
+                    init::call(&mut bars, i, PRODUCERS, target);
+                    init::call(&mut bars, SLOTS + i, CONSUMERS, target);
+                }
+            }
+            sync_cube();
+            if UNIT_POS < PRODUCERS {
+                for t in 0..STAGES {
+                    let slot = t % SLOTS;
+                    if t >= SLOTS {
+                        // The consumers released the slot's previous use.
+                        wait::call(&mut bars, SLOTS + slot, (t / SLOTS - 1) % 2, target);
+                    }
+                    for j in 0..comptime!(CONSUMERS / PRODUCERS) {
+                        let c = UNIT_POS * comptime!(CONSUMERS / PRODUCERS) + j;
+                        crate::cp_async::copy16::call(&mut tile, slot * CONSUMERS + c, src, role_chunk(t, c), target);
+                    }
+                    arrive_on_copies::call(&mut bars, slot, target);
+                }
+            } else {
+                let c = UNIT_POS - PRODUCERS;
+                for t in 0..STAGES {
+                    let (slot, parity) = (t % SLOTS, (t / SLOTS) % 2);
+                    wait::call(&mut bars, slot, parity, target);
+                    out[(t * CONSUMERS + c) as usize] = tile[(slot * CONSUMERS + (c + 17) % CONSUMERS) as usize];
+                    arrive::call(&mut bars, SLOTS + slot, target);
+                }
+            }
+            retire(&mut bars, target);
+        },
+        default => {
+            if UNIT_POS >= PRODUCERS {
+                let c = UNIT_POS - PRODUCERS;
+                for t in 0..STAGES {
+                    out[(t * CONSUMERS + c) as usize] = src[role_chunk(t, (c + 17) % CONSUMERS) as usize];
+                }
             }
         },
     }

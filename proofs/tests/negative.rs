@@ -682,6 +682,111 @@ pub fn mbarrier_arrival_missing(
     }
 }
 
+/// A bug of a producer/consumer pipeline whose roles wait at different points
+/// (`island_intrinsics::mbarrier::mbarrier_roles`, two slots, six stages).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum RoleSlip {
+    /// No bug: the control, which must be proven.
+    None,
+    /// The producer refills slot 0 for stage 2 without waiting for its release.
+    RefillBeforeRelease,
+    /// The consumers read stage 1 without waiting for its copies.
+    ReadBeforeCopies,
+}
+
+#[cube]
+fn slipped_roles(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] slip: RoleSlip,
+    #[comptime] target: Target,
+) {
+    let mut tile = Shared::<[Vector<i32, Const<4>>]>::new_slice(64usize);
+    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(4, 64, &target)), 8usize);
+    if UNIT_POS == 0 {
+        for i in 0..2u32 {
+            mbarrier::init::call(&mut bars, i, 32u32, target);
+            mbarrier::init::call(&mut bars, 2 + i, 32u32, target);
+        }
+    }
+    sync_cube();
+    if UNIT_POS < 32 {
+        for t in 0..6u32 {
+            let slot = t % 2;
+            if t >= 2 && (comptime!(slip != RoleSlip::RefillBeforeRelease) || t != 2) {
+                mbarrier::wait::call(&mut bars, 2 + slot, (t / 2 - 1) % 2, target);
+            }
+            cp_async::copy16::call(&mut tile, slot * 32 + UNIT_POS, src, t * 32 + UNIT_POS, target);
+            mbarrier::arrive_on_copies::call(&mut bars, slot, target);
+        }
+    } else {
+        let c = UNIT_POS - 32;
+        for t in 0..6u32 {
+            let (slot, parity) = (t % 2, (t / 2) % 2);
+            if comptime!(slip != RoleSlip::ReadBeforeCopies) || t != 1 {
+                mbarrier::wait::call(&mut bars, slot, parity, target);
+            }
+            out[(t * 32 + c) as usize] = tile[(slot * 32 + (c + 5) % 32) as usize];
+            mbarrier::arrive::call(&mut bars, 2 + slot, target);
+        }
+    }
+    mbarrier::retire(&mut bars, target);
+}
+
+/// What [`slipped_roles`] computes when it has no slip.
+#[cube]
+fn roles_default(src: &[Vector<i32, Const<4>>], out: &mut [Vector<i32, Const<4>>]) {
+    if UNIT_POS >= 32 {
+        let c = UNIT_POS - 32;
+        for t in 0..6u32 {
+            out[(t * 32 + c) as usize] = src[(t * 32 + (c + 5) % 32) as usize];
+        }
+    }
+}
+
+/// The same pipeline without a slip, so that the fixtures below fail for their slip alone.
+#[islands]
+#[cube]
+pub fn roles_without_a_slip(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 192], out: &mut [Vector<i32, Const<4>>; 192]), cube_dim = 64;
+        cuda if sm >= 90 => slipped_roles(src, out, RoleSlip::None, target),
+        default => roles_default(src, out),
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn roles_refill_before_release(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 192], out: &mut [Vector<i32, Const<4>>; 192]), cube_dim = 64;
+        cuda if sm >= 90 => slipped_roles(src, out, RoleSlip::RefillBeforeRelease, target),
+        default => roles_default(src, out),
+    }
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn roles_read_before_copies(
+    src: &[Vector<i32, Const<4>>],
+    out: &mut [Vector<i32, Const<4>>],
+    #[comptime] target: Target,
+) {
+    island! {
+        proof(src: &[Vector<i32, Const<4>>; 192], out: &mut [Vector<i32, Const<4>>; 192]), cube_dim = 64;
+        cuda if sm >= 90 => slipped_roles(src, out, RoleSlip::ReadBeforeCopies, target),
+        default => roles_default(src, out),
+    }
+}
+
 /// One TMA box whose arrival expects 16 bytes fewer than the box holds: natively the phase
 /// completes before the copy's last bytes land (or, with more bytes, never); the emulated
 /// barrier's books catch it at the wait.
