@@ -357,10 +357,11 @@ const UNITS: u32 = 128;
 const STAGES: u32 = 6;
 const SLOTS: u32 = 2;
 
-/// The chunk of stage `t`'s source unit `u` copies.
+/// The chunk of stage `t` (of `n` chunks) that slot word `u` holds: a permutation, so that each
+/// unit reads a chunk another unit copied.
 #[cube]
-fn chunk_of(t: u32, u: u32) -> u32 {
-    t * UNITS + (u * 37 + 5) % UNITS
+fn chunk_of(t: u32, u: u32, #[comptime] n: u32) -> u32 {
+    t * n + (u * 37 + 5) % n
 }
 
 /// Stage `t` into slot `t % SLOTS`: one `cp.async` chunk per unit, and the unit's arrival on the
@@ -368,7 +369,7 @@ fn chunk_of(t: u32, u: u32) -> u32 {
 #[cube]
 fn fill(src: &[Word], tile: &mut [Word], bars: &mut [u64], t: u32, #[comptime] target: Target) {
     let slot = t % SLOTS;
-    crate::cp_async::copy16::call(tile, slot * UNITS + UNIT_POS, src, chunk_of(t, UNIT_POS), target);
+    crate::cp_async::copy16::call(tile, slot * UNITS + UNIT_POS, src, chunk_of(t, UNIT_POS, UNITS), target);
     arrive_on_copies::call(bars, slot, target);
 }
 
@@ -407,7 +408,7 @@ pub fn mbarrier_pipeline(src: &[Word], out: &mut [Word], #[comptime] target: Tar
         },
         default => {
             for t in 0..STAGES {
-                out[(t * UNITS + UNIT_POS) as usize] = src[chunk_of(t, (UNIT_POS + 17) % UNITS) as usize];
+                out[(t * UNITS + UNIT_POS) as usize] = src[chunk_of(t, (UNIT_POS + 17) % UNITS, UNITS) as usize];
             }
         },
     }
@@ -417,12 +418,6 @@ pub fn mbarrier_pipeline(src: &[Word], out: &mut [Word], #[comptime] target: Tar
 /// consumer a stage.
 const PRODUCERS: u32 = 32;
 const CONSUMERS: u32 = 96;
-
-/// The chunk of stage `t` that consumer `c`'s slot word holds.
-#[cube]
-fn role_chunk(t: u32, c: u32) -> u32 {
-    t * CONSUMERS + (c * 37 + 5) % CONSUMERS
-}
 
 /// Producer and consumers that wait at different points: warp 0 copies each stage into its slot
 /// (three `cp.async` chunks a unit) and arrives on the slot's "full" barrier, waiting on its
@@ -456,7 +451,7 @@ pub fn mbarrier_roles(src: &[Word], out: &mut [Word], #[comptime] target: Target
                     }
                     for j in 0..comptime!(CONSUMERS / PRODUCERS) {
                         let c = UNIT_POS * comptime!(CONSUMERS / PRODUCERS) + j;
-                        crate::cp_async::copy16::call(&mut tile, slot * CONSUMERS + c, src, role_chunk(t, c), target);
+                        crate::cp_async::copy16::call(&mut tile, slot * CONSUMERS + c, src, chunk_of(t, c, CONSUMERS), target);
                     }
                     arrive_on_copies::call(&mut bars, slot, target);
                 }
@@ -475,7 +470,7 @@ pub fn mbarrier_roles(src: &[Word], out: &mut [Word], #[comptime] target: Target
             if UNIT_POS >= PRODUCERS {
                 let c = UNIT_POS - PRODUCERS;
                 for t in 0..STAGES {
-                    out[(t * CONSUMERS + c) as usize] = src[role_chunk(t, (c + 17) % CONSUMERS) as usize];
+                    out[(t * CONSUMERS + c) as usize] = src[chunk_of(t, (c + 17) % CONSUMERS, CONSUMERS) as usize];
                 }
             }
         },
