@@ -243,6 +243,13 @@ island_runtime::divergence!(Divergence {
     islands: &[concat!(module_path!(), "::fma#0"),],
 });
 
+// The 32-bit `mul_add` arm (WGSL) ends in one float add, which the driver flushes.
+island_runtime::divergence!(Divergence {
+    of: Of::Native,
+    quirk: &quirks::NVIDIA_VULKAN_FLUSHES_ARITHMETIC,
+    islands: &[concat!(module_path!(), "::mul_add#0"),],
+});
+
 island_runtime::divergence!(Divergence {
     of: Of::Default,
     quirk: &quirks::NVIDIA_VULKAN_FLUSHES_ARITHMETIC,

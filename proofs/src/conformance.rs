@@ -142,8 +142,7 @@ fn divergence_scope(
     }
     let quirk = |groups: &'static [Group]| -> &'static Quirk {
         Box::leak(Box::new(Quirk {
-            backend: island_runtime::Backend::Vulkan,
-            device: "",
+            on: &[(island_runtime::Backend::Vulkan, "")],
             groups,
             cause: "a test record",
             measured: "-",

@@ -52,7 +52,7 @@ pub fn registry_trials(sources: &[(&'static str, String)]) -> Vec<Trial> {
             let stale: Vec<String> = island_runtime::divergence::all()
                 .flat_map(|d| d.islands.iter().map(move |i| (d, *i)))
                 .filter(|(_, i)| !ids.contains(i))
-                .map(|(d, i)| format!("{i} ({:?} on {})", d.of, d.quirk.device))
+                .map(|(d, i)| format!("{i} ({:?} on {:?})", d.of, d.quirk.on))
                 .collect();
             let count = island_runtime::divergence::all().count();
             if count == 0 {

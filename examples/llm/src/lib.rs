@@ -36,6 +36,7 @@ pub mod generate;
 pub mod gguf;
 pub mod incumbents;
 pub mod kernels;
+pub mod lane_divergences;
 pub mod lanes;
 pub mod math;
 pub mod model_file;

@@ -69,7 +69,8 @@ pub fn find<'a>(
     island: &str,
 ) -> Option<&'a Divergence> {
     records.into_iter().find(|d| {
-        d.quirk.backend == profile.backend && profile.name.contains(d.quirk.device) && d.islands.contains(&island)
+        d.quirk.on.iter().any(|(backend, device)| *backend == profile.backend && profile.name.contains(device))
+            && d.islands.contains(&island)
     })
 }
 

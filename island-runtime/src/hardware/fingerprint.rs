@@ -23,8 +23,12 @@ pub struct Fingerprint {
     /// CUDA compute capability × 10; 0 elsewhere.
     pub sm: u32,
     /// The driver, where the platform tells it: NVIDIA's kernel module version on Linux
-    /// (`nvidia 580.159.04`), else what the Vulkan adapter reports for the `wgpu<spirv>` runtime
-    /// (`mesa 22.3.6` for lavapipe, whose device name gives only its LLVM); otherwise `unknown`.
+    /// (`nvidia 580.159.04`), else what the wgpu adapter reports for the `wgpu<spirv>` and
+    /// `wgpu<wgsl>` runtimes (`mesa 22.3.6` for lavapipe, whose device name gives only its LLVM);
+    /// otherwise `unknown`.
+    /// On CUDA it names the compiler of the launch's source too, NVRTC, whose version decides
+    /// the machine code as much as the driver's (`nvidia 580.159.04, nvrtc 13.0`), so a new
+    /// toolkit makes a record stale like a new driver.
     pub driver: String,
 }
 
@@ -65,31 +69,52 @@ impl fmt::Display for Fingerprint {
     }
 }
 
-/// The driver version the platform reports for `device` on `runtime`.
+/// The driver version the platform reports for `device` on `runtime` (with NVRTC's on CUDA).
 fn driver_of(runtime: &str, device: &str) -> String {
+    let driver = platform_driver(runtime, device);
+    match runtime {
+        "cuda" => with_compiler(driver, crate::codegen::machine_code::nvrtc_version().as_deref()),
+        _ => driver,
+    }
+}
+
+/// `driver` followed by the NVRTC version that compiles CUDA launches (`unknown` where NVRTC
+/// does not answer: a record then binds nothing a later NVRTC could match by accident).
+fn with_compiler(driver: String, nvrtc: Option<&str>) -> String {
+    format!("{driver}, nvrtc {}", nvrtc.unwrap_or("unknown"))
+}
+
+fn platform_driver(runtime: &str, device: &str) -> String {
     if device.contains("NVIDIA")
         && let Ok(text) = std::fs::read_to_string("/proc/driver/nvidia/version")
         && let Some(version) = nvidia_version(&text)
     {
         return format!("nvidia {version}");
     }
-    if runtime == "wgpu<spirv>"
-        && let Some(info) = VULKAN_DRIVER_INFO.get()
-        && let Some(version) = mesa_version(info)
+    if let Some(info) = adapter_driver(runtime, device)
+        && let Some(version) = mesa_version(&info)
     {
         return format!("mesa {version}");
     }
     "unknown".to_string()
 }
 
-/// What the Vulkan adapter of the `vulkan` runtime reports as its driver (`Mesa 22.3.6 (LLVM
-/// 15.0.6)`; NVIDIA's reports its version), noted where the runtime opens its device.
-static VULKAN_DRIVER_INFO: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// What wgpu adapters report as their driver (`Mesa 22.3.6 (LLVM 15.0.6)`; NVIDIA's reports its
+/// version), by (runtime, adapter name), noted where a wgpu runtime opens its device.
+static ADAPTER_DRIVERS: std::sync::Mutex<Vec<(String, String, String)>> = std::sync::Mutex::new(Vec::new());
 
-/// Notes the Vulkan adapter's driver info (`crate::launch::runtimes`, once per process, before
-/// its first client and so before any `wgpu<spirv>` fingerprint).
-pub fn note_vulkan_driver(info: String) {
-    let _ = VULKAN_DRIVER_INFO.set(info);
+/// Notes the driver info of the adapter `device` that `runtime` (`wgpu<spirv>`, `wgpu<wgsl>`)
+/// opened (`crate::launch::runtimes`, before its first client and so before its fingerprint).
+pub fn note_adapter_driver(runtime: &str, device: &str, info: String) {
+    let mut noted = ADAPTER_DRIVERS.lock().unwrap_or_else(|e| e.into_inner());
+    if !noted.iter().any(|(r, d, _)| r == runtime && d == device) {
+        noted.push((runtime.to_string(), device.to_string(), info));
+    }
+}
+
+fn adapter_driver(runtime: &str, device: &str) -> Option<String> {
+    let noted = ADAPTER_DRIVERS.lock().unwrap_or_else(|e| e.into_inner());
+    noted.iter().find(|(r, d, _)| r == runtime && d == device).map(|(_, _, info)| info.clone())
 }
 
 /// `22.3.6` from a Vulkan adapter's driver info `Mesa 22.3.6 (LLVM 15.0.6)`: the digits and dots
@@ -122,10 +147,19 @@ mod tests {
     }
 
     #[test]
+    fn cuda_names_its_compiler() {
+        assert_eq!(super::with_compiler("nvidia 580.159.04".into(), Some("13.0")), "nvidia 580.159.04, nvrtc 13.0");
+        assert_eq!(super::with_compiler("unknown".into(), None), "unknown, nvrtc unknown");
+    }
+
+    #[test]
     fn reads_the_mesa_version() {
         assert_eq!(super::mesa_version("Mesa 22.3.6 (LLVM 15.0.6)"), Some("22.3.6"));
         assert_eq!(super::mesa_version("Mesa 24.2.8-1ubuntu1~24.04.1"), Some("24.2.8"));
         assert_eq!(super::mesa_version("Mesa git"), None);
+        super::note_adapter_driver("wgpu<wgsl>", "llvmpipe (test)", "Mesa 24.2.8 (LLVM 19.1.7)".into());
+        assert_eq!(super::platform_driver("wgpu<wgsl>", "llvmpipe (test)"), "mesa 24.2.8");
+        assert_eq!(super::platform_driver("wgpu<spirv>", "llvmpipe (test)"), "unknown");
         assert_eq!(super::mesa_version("580.159.04"), None);
         assert_eq!(super::mesa_version(""), None);
     }

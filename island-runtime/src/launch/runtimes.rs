@@ -89,7 +89,8 @@ impl RuntimeName {
                         let device = cubecl::wgpu::WgpuDevice::default().on(cubecl::wgpu::WgpuBackend::Vulkan);
                         let setup =
                             cubecl::wgpu::init_setup::<cubecl::wgpu::AutoGraphicsApi>(&device, Default::default());
-                        crate::hardware::fingerprint::note_vulkan_driver(setup.adapter.get_info().driver_info);
+                        let info = setup.adapter.get_info();
+                        crate::hardware::fingerprint::note_adapter_driver("wgpu<spirv>", &info.name, info.driver_info);
                         crate::codegen::glsl_kernel::keep(setup.device, setup.queue);
                         device
                     });
@@ -99,7 +100,11 @@ impl RuntimeName {
                 RuntimeName::Device(Backend::WebGpu) => {
                     // WGSL named as the compiler: on a Vulkan adapter CubeCL's automatic choice
                     // would take SPIR-V, which is the `vulkan` runtime.
-                    <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::WgslCompiler> as Runtime>::client(&Default::default())
+                    let client =
+                        <cubecl::wgpu::WgpuRuntime<cubecl::wgpu::WgslCompiler> as Runtime>::client(&Default::default());
+                    #[cfg(not(target_family = "wasm"))]
+                    note_wgsl_driver(&client.properties().identity.name);
+                    client
                 }
                 #[cfg(feature = "cuda")]
                 RuntimeName::Device(Backend::Cuda) => cubecl::cuda::CudaRuntime::client(&Default::default()),
@@ -135,6 +140,17 @@ impl RuntimeName {
             .map_err(|p| ClientError::NoDevice { runtime: self, reason: crate::values::readback::panic_text(&p) });
         }
         self.client()
+    }
+}
+
+/// Notes the driver of the adapter named `name` that the WGSL runtime opened, for its
+/// fingerprint: CubeCL opens that adapter itself, so it is found among wgpu's adapters by name.
+#[cfg(all(feature = "wgpu", not(target_family = "wasm")))]
+fn note_wgsl_driver(name: &str) {
+    let instance = wgpu_glsl::Instance::new(wgpu_glsl::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapters = cubecl_environment::future::block_on(instance.enumerate_adapters(wgpu_glsl::Backends::all()));
+    if let Some(info) = adapters.iter().map(|a| a.get_info()).find(|i| i.name == name) {
+        crate::hardware::fingerprint::note_adapter_driver("wgpu<wgsl>", name, info.driver_info);
     }
 }
 
