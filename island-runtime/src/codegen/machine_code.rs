@@ -119,7 +119,7 @@ pub fn cuda(source: &str, sm: u32) -> Result<MachineCode, MachineCodeError> {
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    let version = nvrtc_version().unwrap_or_else(|| "?".into());
+    let version = crate::hardware::nvrtc::version().unwrap_or_else(|| "?".into());
     Ok(MachineCode {
         how: format!(
             "NVRTC {version} CUBIN for {}, same source and options as the launch; `cuobjdump -sass`",
@@ -190,34 +190,6 @@ fn nvrtc_cubin(source: &str, sm: u32) -> Result<Vec<u8>, MachineCodeError> {
 }
 
 /// Without CUDA in the build, no CUDA machine code.
-/// The version of the NVRTC that compiles CUDA launches (`13.0`), once per process; `None`
-/// where it cannot be loaded or does not answer.
-#[cfg(feature = "cuda")]
-pub fn nvrtc_version() -> Option<String> {
-    static VERSION: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    VERSION
-        .get_or_init(|| {
-            // cudarc loads NVRTC on first use and panics where the library is missing.
-            std::panic::catch_unwind(|| {
-                let (mut major, mut minor) = (0i32, 0i32);
-                // SAFETY: NVRTC writes two integers.
-                unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
-                    .result()
-                    .ok()
-                    .map(|()| format!("{major}.{minor}"))
-            })
-            .ok()
-            .flatten()
-        })
-        .clone()
-}
-
-/// Without the `cuda` feature there is no NVRTC to ask.
-#[cfg(not(feature = "cuda"))]
-pub fn nvrtc_version() -> Option<String> {
-    None
-}
-
 #[cfg(not(feature = "cuda"))]
 pub fn cuda(_source: &str, _sm: u32) -> Result<MachineCode, MachineCodeError> {
     Err(MachineCodeError::NotBuilt)

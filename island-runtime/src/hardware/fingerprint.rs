@@ -73,7 +73,7 @@ impl fmt::Display for Fingerprint {
 fn driver_of(runtime: &str, device: &str) -> String {
     let driver = platform_driver(runtime, device);
     match runtime {
-        "cuda" => with_compiler(driver, crate::codegen::machine_code::nvrtc_version().as_deref()),
+        "cuda" => with_compiler(driver, super::nvrtc::version().as_deref()),
         _ => driver,
     }
 }

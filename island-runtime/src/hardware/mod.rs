@@ -4,4 +4,5 @@
 pub mod device;
 pub mod divergence;
 pub mod fingerprint;
+pub mod nvrtc;
 pub mod quirks;
