@@ -157,10 +157,14 @@ mod tests {
         assert_eq!(super::mesa_version("Mesa 22.3.6 (LLVM 15.0.6)"), Some("22.3.6"));
         assert_eq!(super::mesa_version("Mesa 24.2.8-1ubuntu1~24.04.1"), Some("24.2.8"));
         assert_eq!(super::mesa_version("Mesa git"), None);
+        assert_eq!(super::mesa_version("580.159.04"), None);
+        assert_eq!(super::mesa_version(""), None);
+    }
+
+    #[test]
+    fn an_adapter_driver_belongs_to_the_runtime_that_noted_it() {
         super::note_adapter_driver("wgpu<wgsl>", "llvmpipe (test)", "Mesa 24.2.8 (LLVM 19.1.7)".into());
         assert_eq!(super::platform_driver("wgpu<wgsl>", "llvmpipe (test)"), "mesa 24.2.8");
         assert_eq!(super::platform_driver("wgpu<spirv>", "llvmpipe (test)"), "unknown");
-        assert_eq!(super::mesa_version("580.159.04"), None);
-        assert_eq!(super::mesa_version(""), None);
     }
 }

@@ -144,14 +144,18 @@ impl RuntimeName {
 }
 
 /// Notes the driver of the adapter named `name` that the WGSL runtime opened, for its
-/// fingerprint: CubeCL opens that adapter itself, so it is found among wgpu's adapters by name.
+/// fingerprint: CubeCL opens that adapter itself, so it is found among wgpu's adapters by name;
+/// once per process, as the runtime's default device is one adapter.
 #[cfg(all(feature = "wgpu", not(target_family = "wasm")))]
 fn note_wgsl_driver(name: &str) {
-    let instance = wgpu_glsl::Instance::new(wgpu_glsl::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapters = cubecl_environment::future::block_on(instance.enumerate_adapters(wgpu_glsl::Backends::all()));
-    if let Some(info) = adapters.iter().map(|a| a.get_info()).find(|i| i.name == name) {
-        crate::hardware::fingerprint::note_adapter_driver("wgpu<wgsl>", name, info.driver_info);
-    }
+    static NOTED: std::sync::Once = std::sync::Once::new();
+    NOTED.call_once(|| {
+        let instance = wgpu_glsl::Instance::new(wgpu_glsl::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapters = cubecl_environment::future::block_on(instance.enumerate_adapters(wgpu_glsl::Backends::all()));
+        if let Some(info) = adapters.iter().map(|a| a.get_info()).find(|i| i.name == name) {
+            crate::hardware::fingerprint::note_adapter_driver("wgpu<wgsl>", name, info.driver_info);
+        }
+    });
 }
 
 /// Why a runtime's client could not be made.
