@@ -38,7 +38,6 @@ pub const RMSNORM: Op = Op {
         f32::as_bytes(&rmsnorm::reference(s.rows, s.cols, x, w, EPS)).to_vec()
     },
     twin: rms_twin,
-    twin_source: &[include_str!("rmsnorm.rs"), include_str!("rows.rs")],
 };
 island_runtime::op!(RMSNORM);
 

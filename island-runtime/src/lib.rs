@@ -21,7 +21,7 @@ pub mod verify;
 // The modules by their flat names, as the SDK's users name them (`island_runtime::proof`, …).
 pub use codegen::{code_hash, foreign, glsl_kernel, lowering, machine_code, missing_types};
 pub use hardware::{device, divergence, fingerprint, quirks};
-pub use launch::{cell, dispatch, evidence, policy, runtimes, semantics, staleness};
+pub use launch::{cell, dispatch, evidence, policy, runtimes, semantics, staleness, twin_code};
 pub use records::{cell_record, embedded, ledger, record, ruling};
 pub use tag::{emulation, intrinsic, lifted, registry, target};
 pub use values::{canonical, contract, hash, inputs, readback, said, tensor_map, value};

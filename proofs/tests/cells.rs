@@ -24,6 +24,8 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("cells::the_sdk_registers_its_cells_with_cuda_incumbents", registry),
         Trial::test("cells::a_declined_cell_runs_its_incumbent_and_a_flipped_one_the_twin", dispatched),
         Trial::test("cells::the_rmsnorm_op_function_runs_the_twin_here_and_refuses_a_bad_shape", rmsnorm_op),
+        Trial::test("cells::every_twin_hashes_the_code_it_generates_for_each_backend", twin_codes),
+        Trial::test("cells::a_twin_hash_sees_an_edit_in_a_function_its_kernel_calls", twin_edit),
         Trial::test("cells::a_candidate_setting_that_names_nothing_is_an_error", || {
             match (Forced::parse("no such kernel"), Keep::parse("fastes")) {
                 (Err(CellError::Setting(..)), Err(CellError::Setting(..))) => Ok(()),
@@ -97,6 +99,7 @@ fn dispatched() -> Result<(), Failed> {
     let shape = Shape { rows: 8, cols: 64 };
     let inputs = (op.inputs)(&shape, SEED);
     let want = (op.reference)(&shape, &inputs);
+    let twin_hash = island_runtime::twin_code::twin_hash(op, &cell::fingerprint(&cpu))?;
     // The record's evidence: the twin bit-exact, the marker bit-exact or not.
     let evidence = |marker_exact: bool| {
         let candidate = |name: &str, kind: CandidateKind, differing: usize| CandidateEvidence {
@@ -131,7 +134,7 @@ fn dispatched() -> Result<(), Failed> {
         ratio: Some(if decision == CellDecision::Declined { 0.5 } else { 1.5 }),
         threshold: 0.97,
         incumbent: Some(MARKER.name.into()),
-        code: vec![("twin".into(), cell::twin_hash(op)), (MARKER.name.into(), hash)],
+        code: vec![("twin".into(), twin_hash.clone()), (MARKER.name.into(), hash)],
         shapes: evidence(marker_exact),
         seed: "0x0".into(),
         dispatches: 1,
@@ -289,4 +292,127 @@ fn rmsnorm_op() -> Result<(), Failed> {
         Err(CellError::Shape { .. }) => Ok(()),
         other => Err(format!("a 3×62 RMSNorm gave {other:?}").into()),
     }
+}
+
+/// Every registered twin's code (`island_runtime::twin_code`) for a CUDA, a Vulkan and a WebGPU
+/// device and the CPU runtime: computed, the same twice, with at least one launch per shape and
+/// tag, different for every op (each twin is its own code), and, on CUDA, the device's arms
+/// somewhere different from `default` (the tag reaches the hash).
+fn twin_codes() -> Result<(), Failed> {
+    use island_runtime::vocab::{Backend, Profile};
+    use island_runtime::twin_code::twin_code;
+    let profiles = [
+        Some(Profile::references(Backend::Cuda)[0]),
+        Some(Profile::references(Backend::Vulkan)[1]),
+        Some(Profile::references(Backend::WebGpu)[0]),
+        None,
+    ];
+    let mut arms_differ = false;
+    for profile in profiles {
+        let what = profile.map_or_else(|| "the CPU runtime".to_string(), |p| p.to_string());
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for r in cell::ops() {
+            let code = twin_code(r.op, profile).map_err(|e| format!("cell {} on {what}: {e}", r.op.key))?;
+            if twin_code(r.op, profile)? != code {
+                return Err(format!("cell {} on {what}: the twin's code differs between two expansions", r.op.key).into());
+            }
+            let sections: Vec<&str> = code.split("\n== ").collect();
+            if code.matches("-- ").count() < sections.len() {
+                return Err(format!("cell {} on {what}: a shape and tag without a launch:\n{code}", r.op.key).into());
+            }
+            if let Some((other, _)) = seen.iter().find(|(_, c)| *c == code) {
+                return Err(format!("cells {other} and {} generate the same code on {what}", r.op.key).into());
+            }
+            if profile.is_some_and(|p| p.backend == Backend::Cuda) {
+                let half = |tag: &str| {
+                    code.split("== ").filter(|s| s.lines().next().is_some_and(|l| l.ends_with(tag))).map(|s| s.split_once('\n').map_or("", |x| x.1)).collect::<Vec<_>>()
+                };
+                arms_differ |= half(" arms") != half(" default");
+            }
+            seen.push((r.op.key.to_string(), code));
+        }
+    }
+    if !arms_differ {
+        return Err("no twin's code on CUDA differs between its arms and `default`: the tag does not reach the hash".into());
+    }
+    Ok(())
+}
+
+mod edited {
+    //! Two kernels alike but for one constant in a function each calls: an edit outside the
+    //! kernel's own text.
+    use cubecl::prelude::*;
+
+    #[cube]
+    pub fn scale_a(x: f32) -> f32 {
+        x * 2.0f32
+    }
+
+    #[cube]
+    pub fn scale_b(x: f32) -> f32 {
+        x * 3.0f32
+    }
+
+    #[cube(launch)]
+    pub fn kernel_a(y: &mut [f32]) {
+        if ABSOLUTE_POS < y.len() {
+            y[ABSOLUTE_POS] = scale_a(y[ABSOLUTE_POS]);
+        }
+    }
+
+    #[cube(launch)]
+    pub fn kernel_b(y: &mut [f32]) {
+        if ABSOLUTE_POS < y.len() {
+            y[ABSOLUTE_POS] = scale_b(y[ABSOLUTE_POS]);
+        }
+    }
+}
+
+/// An op whose twin launches `edited::kernel_a` (`b == false`) or `kernel_b`: the same kernel
+/// text, calling functions that differ in one constant.
+fn edited_op(b: bool) -> cell::Op {
+    let twin: fn(&Client, &Shape, &Buffers, Target) -> Result<(), CellError> = if b {
+        |client, s, buf, _| {
+            // SAFETY: the output holds `rows` values.
+            unsafe {
+                edited::kernel_b::launch(
+                    client,
+                    CubeCount::Static(s.rows as u32, 1, 1),
+                    CubeDim::new_1d(1),
+                    BufferArg::from_raw_parts(buf.out.clone(), s.rows),
+                )
+            };
+            Ok(())
+        }
+    } else {
+        |client, s, buf, _| {
+            // SAFETY: as above.
+            unsafe {
+                edited::kernel_a::launch(
+                    client,
+                    CubeCount::Static(s.rows as u32, 1, 1),
+                    CubeDim::new_1d(1),
+                    BufferArg::from_raw_parts(buf.out.clone(), s.rows),
+                )
+            };
+            Ok(())
+        }
+    };
+    let base = cell::op(&cells::key(QuantType::Q4_1)).expect("registered").op;
+    cell::Op { twin, shapes: &[cell::NamedShape { name: "test", shape: Shape { rows: 8, cols: 64 } }], ..*base }
+}
+
+fn twin_edit() -> Result<(), Failed> {
+    use island_runtime::vocab::{Backend, Profile};
+    use island_runtime::twin_code::twin_code;
+    for profile in [Some(Profile::references(Backend::Cuda)[0]), None] {
+        let (a, b) = (twin_code(&edited_op(false), profile)?, twin_code(&edited_op(true), profile)?);
+        if a == b {
+            return Err(format!("an edited function gives the same twin code on {profile:?}:\n{a}").into());
+        }
+        if twin_code(&edited_op(false), profile)? != a {
+            return Err("the same twin gives two codes".into());
+        }
+    }
+    Ok(())
 }

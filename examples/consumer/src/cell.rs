@@ -49,7 +49,6 @@ pub const BYTE_SWAP: Op = Op {
         };
         Ok(())
     },
-    twin_source: &[include_str!("lib.rs")],
 };
 islands::op!(BYTE_SWAP);
 

@@ -136,10 +136,9 @@ pub struct Op {
     /// The plain-Rust reference of `default`: the output's bytes.
     pub reference: fn(&Shape, &Inputs) -> Vec<u8>,
     /// Launches the twin with `target` as its tag (`Target::for_client`, or `default` forced).
-    pub twin: fn(&Client, &Shape, &Buffers, Target) -> Result<(), CellError>,
-    /// The Rust source of the twin's kernels (`include_str!`), hashed into the records: a record
+    /// The code it launches is hashed into the records (`crate::launch::twin_code`): a record
     /// whose hash differs was measured on other code.
-    pub twin_source: &'static [&'static str],
+    pub twin: fn(&Client, &Shape, &Buffers, Target) -> Result<(), CellError>,
 }
 
 /// The language an incumbent is written in.
@@ -256,11 +255,6 @@ pub fn fingerprint(client: &Client) -> crate::hardware::fingerprint::Fingerprint
             0,
         )
     })
-}
-
-/// The hash of the twin's code, as records keep it.
-pub fn twin_hash(op: &Op) -> String {
-    crate::records::record::code_hash(&op.twin_source.concat())
 }
 
 /// The hash of an incumbent's code, as records keep it.

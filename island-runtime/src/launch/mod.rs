@@ -11,3 +11,4 @@ pub mod policy;
 pub mod runtimes;
 pub mod semantics;
 pub mod staleness;
+pub mod twin_code;

@@ -3,9 +3,10 @@
 //!
 //! - An arm record is stale when its arm, `default` or emulation hashes otherwise in this build
 //!   for the record's device ([`crate::codegen::code_hash::code_hashes`]), or cannot be hashed.
-//! - A cell record is stale when its op is no longer registered, or the twin's or a registered
-//!   incumbent's code hashes otherwise: the record's speeds and exactness were measured on other
-//!   code.
+//! - A cell record is stale when its op is no longer registered, or the twin's code
+//!   ([`crate::launch::twin_code`]: every kernel it launches, as generated for the record's
+//!   device) or a registered incumbent's hashes otherwise, or the twin's cannot be hashed: the
+//!   record's speeds and exactness were measured on other code.
 //! - A record is superseded where the same device has a newer record under another driver: it
 //!   no longer says what that device does (launches match the exact driver, so they never take
 //!   it; the scoreboard shows it as stale). Cell records are matched by the exact driver too.
@@ -42,8 +43,12 @@ pub fn cell(record: &CellRecord) -> Option<String> {
     let Some(op) = cell::ops().into_iter().find(|o| o.op.key.matches(record)) else {
         return Some("the cell is not registered in this build".into());
     };
-    if record.hash_of("twin") != Some(cell::twin_hash(op.op).as_str()) {
-        return Some("the twin's code changed since".into());
+    match crate::launch::twin_code::twin_hash(op.op, &record.device) {
+        Err(e) => return Some(format!("the twin's code hash cannot be computed by this build ({e})")),
+        Ok(now) if record.hash_of("twin") != Some(now.as_str()) => {
+            return Some("the twin's code changed since".into());
+        }
+        Ok(_) => {}
     }
     for inc in cell::incumbents(&op.op.key, Some(&record.device.runtime)) {
         if record.hash_of(inc.name).is_some_and(|h| h != cell::incumbent_hash(inc)) {

@@ -385,7 +385,9 @@ pub fn gate_cell(
                 .count()
         })
         .map(|i| i.name.to_string());
-    let mut code = vec![("twin".to_string(), crate::launch::cell::twin_hash(op))];
+    let twin = crate::launch::twin_code::twin_hash(op, &fingerprint)
+        .map_err(|e| CellError::Runtime(format!("cell {}: the twin's code cannot be hashed: {e}", op.key)))?;
+    let mut code = vec![("twin".to_string(), twin)];
     code.extend(incs.iter().map(|i| (i.name.to_string(), incumbent_hash(i))));
     Ok(CellRecord {
         op: op.key.op.into(),

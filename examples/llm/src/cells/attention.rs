@@ -95,7 +95,6 @@ pub const SCORES: Op = Op {
         launch_scores(client, (attn(s), 1), [&b.inputs[0], b.out, &b.inputs[1]], 3, s.rows * HD, target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs")],
 };
 island_runtime::op!(SCORES);
 
@@ -125,7 +124,6 @@ pub const SOFTMAX: Op = Op {
         launch_softmax(client, (attn(s), 1), [b.out, &b.inputs[1]], 2, target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs"), include_str!("../math.rs")],
 };
 island_runtime::op!(SOFTMAX);
 
@@ -166,7 +164,6 @@ pub const ATTEND: Op = Op {
         launch_attend(client, (attn(s), 1), [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 3, 0, target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs")],
 };
 island_runtime::op!(ATTEND);
 

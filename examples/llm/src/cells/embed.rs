@@ -66,7 +66,6 @@ pub const EMBED: Op = Op {
         launch_twin(client, s.rows, s.cols, 1, [&b.inputs[0], &b.inputs[1], b.out, &b.inputs[2]], 0);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs")],
 };
 island_runtime::op!(EMBED);
 

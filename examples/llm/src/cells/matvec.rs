@@ -107,11 +107,6 @@ const fn op(ty: QuantType, add: bool) -> Op {
             (QuantType::Q4_1, true) => |c, s, b, t| twin(QuantType::Q4_1, true, c, s, b, t),
             (QuantType::Q8_0, true) => |c, s, b, t| twin(QuantType::Q8_0, true, c, s, b, t),
         },
-        twin_source: &[
-            include_str!("../kernels.rs"),
-            include_str!("../lanes.rs"),
-            include_str!("../../../src/q8_matvec/kernels.rs"),
-        ],
     }
 }
 

@@ -67,7 +67,6 @@ pub const RMSNORM: Op = Op {
         launch_twin(client, s.cols, EPS, 1, [&b.inputs[0], &b.inputs[1], b.out], target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs"), include_str!("../lanes.rs")],
 };
 island_runtime::op!(RMSNORM);
 

@@ -83,7 +83,6 @@ pub const ROPE: Op = Op {
         launch_twin(client, (a, 1), bufs, 2, [keys, keys + s.cols * a.kv_heads * HD], target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs")],
 };
 island_runtime::op!(ROPE);
 

@@ -49,7 +49,6 @@ pub const SWIGLU: Op = Op {
         launch_swiglu(client, s.cols, 1, &b.inputs[0], b.out, target);
         Ok(())
     },
-    twin_source: &[include_str!("../kernels.rs"), include_str!("../math.rs")],
 };
 island_runtime::op!(SWIGLU);
 
