@@ -416,3 +416,4 @@ fn twin_edit() -> Result<(), Failed> {
     }
     Ok(())
 }
+

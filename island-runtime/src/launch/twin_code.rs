@@ -48,7 +48,7 @@ pub fn twin_code(op: &Op, profile: Option<Profile>) -> Result<String, String> {
         }
         None => vec![("default", Target::default_arms(&host))],
     };
-    let inputs = op.shapes.first().map_or(0, |s| (op.inputs)(&s.shape, 0).len());
+    let inputs = input_count(op);
     let mut compiled: HashMap<cubecl_runtime::id::KernelId, String> = HashMap::new();
     let mut text = String::new();
     for shape in op.shapes {
@@ -93,15 +93,32 @@ pub fn twin_code(op: &Op, profile: Option<Profile>) -> Result<String, String> {
     Ok(text)
 }
 
+/// How many input buffers `op` takes: the length of its inputs at its smallest shape, drawn once
+/// per process (an op has no other word for it).
+fn input_count(op: &Op) -> usize {
+    static COUNTS: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(Default::default);
+    let key = op.key.to_string();
+    if let Some(&n) = COUNTS.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return n;
+    }
+    let n = op.shapes.iter().min_by_key(|s| s.shape.rows * s.shape.cols).map_or(0, |s| (op.inputs)(&s.shape, 0).len());
+    COUNTS.lock().unwrap_or_else(|p| p.into_inner()).insert(key, n);
+    n
+}
+
 /// One kernel's code: compiled by `profile`'s generator, or CubeCL's IR without one.
 fn code_of(kernel: &dyn cubecl_runtime::kernel::CubeKernel, profile: Option<Profile>) -> Result<String, String> {
     let definition = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel.define()))
         .map_err(|p| format!("its expansion panicked: {}", crate::values::readback::panic_text(&p)))?;
     let dim = format!("cube dim {:?}\n", definition.settings.cube_dim);
+    // The kernel's name carries a hash of its id, which differs between a debug and a release
+    // build of the same source: the code is hashed without it.
+    let name = definition.settings.kernel_name.clone();
     let code = match profile {
         Some(p) => Codegen::of(p.backend).compile(definition, &p).map_err(|e| e.to_string())?,
         None => definition.body.to_string(),
     };
+    let code = if name.is_empty() { code } else { code.replace(&name, "kernel") };
     Ok(dim + &crate::values::canonical::canonical(&code))
 }
 
