@@ -299,8 +299,8 @@ fn rmsnorm_op() -> Result<(), Failed> {
 /// tag, different for every op (each twin is its own code), and, on CUDA, the device's arms
 /// somewhere different from `default` (the tag reaches the hash).
 fn twin_codes() -> Result<(), Failed> {
-    use island_runtime::vocab::{Backend, Profile};
     use island_runtime::twin_code::twin_code;
+    use island_runtime::vocab::{Backend, Profile};
     let profiles = [
         Some(Profile::references(Backend::Cuda)[0]),
         Some(Profile::references(Backend::Vulkan)[1]),
@@ -314,7 +314,9 @@ fn twin_codes() -> Result<(), Failed> {
         for r in cell::ops() {
             let code = twin_code(r.op, profile).map_err(|e| format!("cell {} on {what}: {e}", r.op.key))?;
             if twin_code(r.op, profile)? != code {
-                return Err(format!("cell {} on {what}: the twin's code differs between two expansions", r.op.key).into());
+                return Err(
+                    format!("cell {} on {what}: the twin's code differs between two expansions", r.op.key).into()
+                );
             }
             let sections: Vec<&str> = code.split("\n== ").collect();
             if code.matches("-- ").count() < sections.len() {
@@ -325,7 +327,10 @@ fn twin_codes() -> Result<(), Failed> {
             }
             if profile.is_some_and(|p| p.backend == Backend::Cuda) {
                 let half = |tag: &str| {
-                    code.split("== ").filter(|s| s.lines().next().is_some_and(|l| l.ends_with(tag))).map(|s| s.split_once('\n').map_or("", |x| x.1)).collect::<Vec<_>>()
+                    code.split("== ")
+                        .filter(|s| s.lines().next().is_some_and(|l| l.ends_with(tag)))
+                        .map(|s| s.split_once('\n').map_or("", |x| x.1))
+                        .collect::<Vec<_>>()
                 };
                 arms_differ |= half(" arms") != half(" default");
             }
@@ -333,7 +338,9 @@ fn twin_codes() -> Result<(), Failed> {
         }
     }
     if !arms_differ {
-        return Err("no twin's code on CUDA differs between its arms and `default`: the tag does not reach the hash".into());
+        return Err(
+            "no twin's code on CUDA differs between its arms and `default`: the tag does not reach the hash".into()
+        );
     }
     Ok(())
 }
@@ -403,8 +410,8 @@ fn edited_op(b: bool) -> cell::Op {
 }
 
 fn twin_edit() -> Result<(), Failed> {
-    use island_runtime::vocab::{Backend, Profile};
     use island_runtime::twin_code::twin_code;
+    use island_runtime::vocab::{Backend, Profile};
     for profile in [Some(Profile::references(Backend::Cuda)[0]), None] {
         let (a, b) = (twin_code(&edited_op(false), profile)?, twin_code(&edited_op(true), profile)?);
         if a == b {
@@ -416,4 +423,3 @@ fn twin_edit() -> Result<(), Failed> {
     }
     Ok(())
 }
-

@@ -22,12 +22,16 @@ use island_vocab::{Executor, Profile};
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
+/// A twin's hash, or why it cannot be computed.
+type Hashed = Result<String, String>;
+
 /// The hash of the code `op`'s twin generates for `device` (see the module's documentation),
 /// computed once per process for each op and device profile.
 pub fn twin_hash(op: &Op, device: &Fingerprint) -> Result<String, String> {
-    static HASHES: LazyLock<Mutex<HashMap<(String, String), Result<String, String>>>> = LazyLock::new(Default::default);
+    static HASHES: LazyLock<Mutex<HashMap<(String, String), Hashed>>> = LazyLock::new(Default::default);
     let profile = hash_profile(device);
-    let key = (op.key.to_string(), profile.map_or_else(|| device.runtime.clone(), |p| format!("{} {p}", device.runtime)));
+    let key =
+        (op.key.to_string(), profile.map_or_else(|| device.runtime.clone(), |p| format!("{} {p}", device.runtime)));
     if let Some(known) = HASHES.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return known.clone();
     }
@@ -58,8 +62,9 @@ pub fn twin_code(op: &Op, profile: Option<Profile>) -> Result<String, String> {
             let out = host.empty(4);
             let buffers = Buffers { inputs: &ins, scratch: &scratch, out: &out };
             let capture = cubecl_runtime::captured::CapturedLaunches::new();
-            let launched =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (op.twin)(&host, &shape.shape, &buffers, *target)));
+            let launched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (op.twin)(&host, &shape.shape, &buffers, *target)
+            }));
             let kernels = capture.finish();
             match launched {
                 Ok(Ok(())) => {}
