@@ -151,7 +151,8 @@ fn distance_in(record: &CellRecord, name: &str) -> String {
 /// The candidate of `key` to run on `client`'s device: `records` are the cell records to consult
 /// (`crate::records::embedded::cell_records`), `forced` an override, `keep` which incumbents a declined
 /// cell may run. A record whose twin or incumbents changed since it was made
-/// (`crate::launch::staleness::cell`) keeps no incumbent.
+/// (`crate::launch::staleness::cell`, checked only where an incumbent would run) keeps no
+/// incumbent.
 pub fn choose_from(
     client: &Client,
     key: &CellKey,
@@ -199,9 +200,6 @@ pub fn choose_from(
     if !record.decision.keeps_incumbent() {
         return Chosen::new(twin, Why::Recorded(followed));
     }
-    if let Some(because) = crate::launch::staleness::cell(record) {
-        return Chosen::new(twin, Why::Stale { record: followed, because });
-    }
     // An incumbent's exactness was shown under one driver: another may compile it otherwise.
     if !record.device.matches(&fp) {
         return Chosen::new(twin, Why::DriverChanged { record: followed, here: fp.driver.clone() });
@@ -237,10 +235,15 @@ pub fn choose_from(
     let name = name.to_string();
     match mine.iter().find(|i| i.name == name) {
         None => Chosen::new(twin, Why::IncumbentMissing { record: followed, name }),
-        Some(i) if record.hash_of(&name) != Some(incumbent_hash(i).as_str()) => {
-            Chosen::new(twin, Why::IncumbentUnhashed { record: followed, name })
-        }
-        Some(i) => Chosen::new(Choice::Incumbent(i), Why::Recorded(followed)),
+        // Checked only here, where an incumbent would run: hashing the twin's code expands and
+        // compiles its kernels, which a twin that runs anyway need not pay for.
+        Some(i) => match crate::launch::staleness::cell(record) {
+            Some(because) => Chosen::new(twin, Why::Stale { record: followed, because }),
+            None if record.hash_of(&name) != Some(incumbent_hash(i).as_str()) => {
+                Chosen::new(twin, Why::IncumbentUnhashed { record: followed, name })
+            }
+            None => Chosen::new(Choice::Incumbent(i), Why::Recorded(followed)),
+        },
     }
 }
 
