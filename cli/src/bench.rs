@@ -11,7 +11,7 @@ use cubecl::prelude::*;
 use cubecl::server::ServerError;
 use island_examples::error::{ProblemError, ShapeError};
 use island_examples::testing::{first_difference, floats};
-use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, mmq, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_persistent, gemm_i8_wgmma, mmq, q8_matvec, rmsnorm};
 use island_runtime::Target;
 use island_runtime::bench::{SyncError, side_by_side};
 use island_runtime::inputs::Rng;
@@ -401,6 +401,7 @@ fn gemm(
 ) -> Result<bool, BenchError> {
     gemm_i8_mma::check(m, k, n)?;
     gemm_i8_wgmma::check(m, k, n)?;
+    gemm_i8_persistent::check(m, k, n)?;
     let mut rng = Rng::new(0x6e33);
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
@@ -442,10 +443,33 @@ fn gemm(
             }
         })
         .collect();
+    let persistent = gemm_i8_persistent::Tiles::ALL;
+    let pt_out: Vec<_> = persistent.iter().map(|_| client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]))).collect();
+    let pt_maps = persistent
+        .iter()
+        .map(|&t| gemm_i8_persistent::maps(client, (&ah, &bth), (m, k, n), t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut pt_runs: Vec<_> = persistent
+        .iter()
+        .zip(&pt_out)
+        .zip(&pt_maps)
+        // SAFETY: as above; the maps are those of these buffers.
+        .map(|((&tiles, out), maps)| {
+            let (ah, bth) = (&ah, &bth);
+            move || {
+                let launched =
+                    unsafe { gemm_i8_persistent::launch(client, (ah, bth, out), (m, k, n), tiles, Some(maps), None, native) };
+                launched.expect("maps encoded above")
+            }
+        })
+        .collect();
     let iters = (o.iters / 20).max(3);
     let mut variants: Vec<(&str, &mut dyn FnMut())> = vec![("cmma", &mut cmma), ("mma.sync", &mut mma)];
     for run in wg_runs.iter_mut() {
         variants.push(("wgmma", run));
+    }
+    for run in pt_runs.iter_mut() {
+        variants.push(("persistent", run));
     }
     let times = side_by_side(client, o.rounds, iters, &mut variants)?;
     let flops = 2.0 * (m * n * k) as f64;
@@ -465,7 +489,12 @@ fn gemm(
         let t = us(times[2 + i]);
         println!("    island, wgmma {:<36} {:>10.1} µs   {:>6.1} TOP/s", blocks.label(), t, tops(t));
     }
-    let wgmma_best = (0..gemm_i8_wgmma::Blocks::ALL.len()).map(|i| us(times[2 + i])).fold(f64::INFINITY, f64::min);
+    let first_pt = 2 + gemm_i8_wgmma::Blocks::ALL.len();
+    for (i, tiles) in persistent.iter().enumerate() {
+        let t = us(times[first_pt + i]);
+        println!("    island, wgmma {:<36} {:>10.1} µs   {:>6.1} TOP/s", tiles.label(), t, tops(t));
+    }
+    let wgmma_best = (2..first_pt + persistent.len()).map(|i| us(times[i])).fold(f64::INFINITY, f64::min);
     if let Some(p) = peers {
         println!(
             "    torch {} _int_mm, B row-major           {:>10.1} µs   {:>6.1} TOP/s",
@@ -518,10 +547,21 @@ fn gemm(
         unsafe { gemm_i8_wgmma::launch_blocks(client, (&ah, &bth, &fresh), (m, k, n), blocks, None, native) }?;
         got_wg.push(i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec());
     }
+    let mut got_pt = Vec::new();
+    for &tiles in &persistent {
+        let fresh = client.create_from_slice(i32::as_bytes(&c0));
+        // SAFETY: as above.
+        unsafe { gemm_i8_persistent::launch(client, (&ah, &bth, &fresh), (m, k, n), tiles, None, None, native) }?;
+        got_pt.push(i32::from_bytes(&island_runtime::readback::read(client, fresh)?).to_vec());
+    }
     let mut ok = check("cmma island vs plain-Rust reference (whole output)", &as_u32(&got_cmma), &as_u32(&want));
     ok &= check("mma.sync island vs plain-Rust reference (whole output)", &as_u32(&got), &as_u32(&want));
     for (blocks, got) in gemm_i8_wgmma::Blocks::ALL.iter().zip(&got_wg) {
         let what = format!("wgmma island, {} vs plain-Rust reference (whole output)", blocks.label());
+        ok &= check(&what, &as_u32(got), &as_u32(&want));
+    }
+    for (tiles, got) in persistent.iter().zip(&got_pt) {
+        let what = format!("wgmma island, {} vs plain-Rust reference (whole output)", tiles.label());
         ok &= check(&what, &as_u32(got), &as_u32(&want));
     }
     if let Some(Ok(best)) = &lt {
@@ -551,6 +591,21 @@ fn gemm(
         &as_u32(&gemm_i8_wgmma::top_left(&got_wg[0], n)),
         &as_u32(&cpu_block),
     );
+    // The persistent GEMM's `default` on the CPU runtime for its first tile of 128×256, against
+    // each variant's top-left 128×256.
+    let (rows, cols) = (gemm_i8_persistent::BLOCK_M as usize, gemm_i8_persistent::CONFIG_N256.block_n as usize);
+    let ca = cpu.create_from_slice(i8::as_bytes(&a[..rows * k]));
+    let cb = cpu.create_from_slice(i8::as_bytes(&bt[..cols * k]));
+    let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; rows * cols]));
+    let tiles = gemm_i8_persistent::Tiles::M128N256;
+    // SAFETY: the first rows of `a` and of `bᵀ`, a rows×cols output, a shape that passes the check.
+    unsafe { gemm_i8_persistent::launch(cpu, (&ca, &cb, &cc), (rows, k, cols), tiles, None, None, Target::for_client(cpu)) }?;
+    let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
+    for (tiles, got) in persistent.iter().zip(&got_pt) {
+        let block: Vec<i32> = (0..rows).flat_map(|r| got[r * n..r * n + cols].to_vec()).collect();
+        let what = format!("wgmma island, {} vs CPU runtime `default` (top-left 128×256)", tiles.label());
+        ok &= check(&what, &as_u32(&block), &as_u32(&cpu_block));
+    }
     Ok(ok)
 }
 

@@ -18,6 +18,8 @@ pub struct Args {
     /// Print the runs as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Only arms and islands whose name contains this, and no examples.
+    filter: Option<String>,
 }
 
 /// Why conformance did not run.
@@ -39,14 +41,17 @@ pub fn run(args: Args) -> Result<Outcome, ConformError> {
     eprintln!("device: {profile}");
     let options = ProofOptions::from_env()?;
     let mut runs = Vec::new();
-    for entry in registry::arms().iter().filter(|e| e.expect != island_runtime::Expect::Mismatch) {
+    let wanted = |name: &str| args.filter.as_deref().is_none_or(|f| name.contains(f));
+    for entry in
+        registry::arms().iter().filter(|e| e.expect != island_runtime::Expect::Mismatch && wanted(&e.name()))
+    {
         if let Some(run) = island_runtime::conformance::conform(entry, &device, &cpu, &options) {
             eprintln!("{} {}", run.verdict_word(), entry.name());
             runs.push(run);
         }
     }
     // Each island's `default` on the device against the CPU runtime's, byte for byte.
-    for entry in registry::islands() {
+    for entry in registry::islands().iter().filter(|e| wanted(e.site.id)) {
         if let Some(run) = island_runtime::conformance::defaults(entry, &device, &cpu, &options) {
             eprintln!("{} {} (device default vs CPU default)", run.verdict_word(), entry.site.id);
             runs.push(run);
@@ -59,13 +64,8 @@ pub fn run(args: Args) -> Result<Outcome, ConformError> {
     // its emulation while the kernel around it computes other bits on this device (its
     // arithmetic, its compiler's contractions): that must fail here too.
     let mut examples_ok = true;
-    for (name, rows, cols, cpu_rows) in [
-        (Example::Q8Matvec, 256, 4096, 8),
-        (Example::Rmsnorm, 256, 4096, 4),
-        (Example::GemmI8, 256, 256, 16),
-        (Example::GemmI8Mma, 256, 512, 128),
-        (Example::GemmF16, 256, 256, 16),
-    ] {
+    let examples = if args.filter.is_some() { &[][..] } else { &EXAMPLES[..] };
+    for &(name, rows, cols, cpu_rows) in examples {
         match example::run_on(name, &device, rows, cols, cpu_rows) {
             Ok(ok) => examples_ok &= ok,
             Err(e @ example::ExampleError::Unsupported(_)) => println!("  example {name}: {e}"),
@@ -75,6 +75,18 @@ pub fn run(args: Args) -> Result<Outcome, ConformError> {
             }
         }
     }
-    println!("examples on {profile}: {}", if examples_ok { "byte-equal" } else { "DIFFERENT (see above)" });
+    if args.filter.is_none() {
+        println!("examples on {profile}: {}", if examples_ok { "byte-equal" } else { "DIFFERENT (see above)" });
+    }
     Ok((arms == Outcome::Pass && examples_ok).into())
 }
+
+/// The examples conformance runs after the arms: (example, rows, columns, rows checked on the
+/// CPU).
+const EXAMPLES: [(Example, usize, usize, usize); 5] = [
+        (Example::Q8Matvec, 256, 4096, 8),
+        (Example::Rmsnorm, 256, 4096, 4),
+        (Example::GemmI8, 256, 256, 16),
+        (Example::GemmI8Mma, 256, 512, 128),
+        (Example::GemmF16, 256, 256, 16),
+];

@@ -6,6 +6,8 @@
 //! - [`gemm_i8`]: an int8 tile GEMM with a `cmma` island.
 //! - [`gemm_i8_mma`]: an int8 GEMM on `mma.sync`, `ldmatrix` and a `cp.async` pipeline.
 //! - [`gemm_i8_wgmma`]: an int8 GEMM on Hopper's `wgmma` fed by a `cp.async` pipeline.
+//! - [`gemm_i8_persistent`]: the same GEMM persistent and warp-specialized: a TMA producer
+//!   warpgroup and two `wgmma` consumer warpgroups per multiprocessor, walking the tiles.
 //! - [`gemm_f16`]: an f16 tile GEMM with a `cmma` island, bit-exact on sm_90's tensor cores.
 //! - [`machine_code`]: a `dp4a` arm the compiler removes, which the gate declines on CUDA.
 //! - [`cell`]: the RMSNorm cell of "verify, then delete", with its hand-written [`incumbents`].
@@ -21,6 +23,7 @@ pub mod error;
 pub mod gemm_f16;
 pub mod gemm_i8;
 pub mod gemm_i8_mma;
+pub mod gemm_i8_persistent;
 pub mod gemm_i8_wgmma;
 pub mod incumbents;
 pub mod machine_code;

@@ -25,6 +25,7 @@ pub mod stream;
 pub mod tensor_core;
 pub mod tma;
 pub mod wgmma;
+pub mod wgmma_consume;
 pub mod wgmma_loop;
 
 /// The portable formulations `default` arms use, in a crate of their own that cannot reach an

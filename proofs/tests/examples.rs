@@ -5,7 +5,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use island_examples::testing::floats;
-use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_wgmma, mmq, q8_matvec, rmsnorm};
+use island_examples::{gemm_f16, gemm_i8, gemm_i8_mma, gemm_i8_persistent, gemm_i8_wgmma, mmq, q8_matvec, rmsnorm};
 use island_runtime::inputs::Rng;
 use island_runtime::{Backend, Profile, Target};
 use libtest_mimic::{Failed, Trial};
@@ -20,6 +20,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("examples::gemm_i8::bad_shapes_are_rejected", gemm_shapes),
         Trial::test("examples::gemm_i8_wgmma::default_and_emulated_arm_match_reference", gemm_wgmma),
         Trial::test("examples::gemm_i8_wgmma::bad_shapes_are_rejected", gemm_wgmma_shapes),
+        Trial::test("examples::gemm_i8_persistent::default_and_emulated_arm_match_reference", gemm_persistent),
         Trial::test("examples::gemm_f16::default_and_forced_arms_match_the_sm90_model", gemm_half),
         Trial::test("examples::q8_matvec::quantizer_meets_rounding_ties", q8_quantizer_ties),
         Trial::test("examples::rmsnorm::rows_whose_sum_order_decides_the_output", rms_order_decides),
@@ -370,6 +371,40 @@ fn gemm_wgmma() -> Result<(), Failed> {
             if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
                 return Err(format!(
                     "wgmma gemm {blocks:?}, {what}: first difference at {i}: got {:#x}, want {:#x}",
+                    got[i], want[i]
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The persistent GEMM in both variants on fewer cubes than tiles (each cube walks several
+/// tiles, its ring running on across them), with `default` and with its sm_90 arm emulated,
+/// against the plain-Rust reference on the whole output: the walk must cover every tile once,
+/// which the island's proof (both sides walk alike) does not show.
+fn gemm_persistent() -> Result<(), Failed> {
+    let client = client()?;
+    let (m, k, n) = (384, 640, 256);
+    gemm_i8_persistent::check(m, k, n)?;
+    let mut rng = Rng::new(0x7065);
+    let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
+    // Column-major `b`; every fourth row all −128, the extreme products.
+    let bt: Vec<i8> = (0..n * k).map(|i| if (i / k) % 4 == 1 { i8::MIN } else { rng.next_u64() as i8 }).collect();
+    let want = gemm_i8_mma::reference(m, k, n, &a, &bt);
+    for (what, target) in targets(&client, Target::default_arms(&client), &[Backend::Cuda], |p| p.sm == 90) {
+        let ah = client.create_from_slice(i8::as_bytes(&a));
+        let bh = client.create_from_slice(i8::as_bytes(&bt));
+        for tiles in gemm_i8_persistent::Tiles::ALL {
+            let ch = client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]));
+            // SAFETY: the handles hold m×k, k×n and m×n values; the shape passed the check.
+            unsafe { gemm_i8_persistent::launch(&client, (&ah, &bh, &ch), (m, k, n), tiles, None, Some(2), target)? };
+            let got = island_runtime::readback::read(&client, ch)?;
+            let got = i32::from_bytes(&got);
+            if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
+                return Err(format!(
+                    "persistent gemm {tiles:?}, {what}: first difference at {i}: got {:#x}, want {:#x}",
                     got[i], want[i]
                 )
                 .into());

@@ -8,7 +8,7 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma, wgmma_loop};
+use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma, wgmma_consume, wgmma_loop};
 use island_runtime::prelude::*;
 use island_runtime::tensor_map::TmaTile;
 
@@ -786,6 +786,147 @@ pub fn roles_read_before_copies(
         default => roles_default(src, out),
     }
 }
+
+/// A bug of a warp-specialized pipeline on `wgmma_loop::consume` (a producer warpgroup, two
+/// consumer warpgroups, two 128×8 tiles of `k` = 384 through two slots).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum WarpSlip {
+    /// No bug: the control, which must be proven.
+    None,
+    /// The producer refills a slot without waiting for the consumers' release.
+    RefillBeforeRelease,
+    /// The producer waits for the release with the parity of the use it is about to fill (a
+    /// fresh barrier's wait for parity 1 returns at once).
+    ReleaseParityOfTheNextUse,
+    /// The consumers start the ring again at each tile instead of carrying its position.
+    RingRestartedPerTile,
+}
+
+/// The boxes of [`slipped_consumers`]: a tile's 128 rows of `a`, all 8 rows of `bᵀ`, 128 bytes.
+pub const WARP_A: TmaTile = TmaTile { row_bytes: 384, box_rows: 128, box_bytes: 128, swizzle: 128 };
+pub const WARP_B: TmaTile = TmaTile { row_bytes: 384, box_rows: 8, box_bytes: 128, swizzle: 128 };
+
+#[cube]
+fn slipped_consumers(
+    a: &[Vector<i32, Const<4>>],
+    map_a: &[u32],
+    bt: &[Vector<i32, Const<4>>],
+    map_b: &[u32],
+    c: &mut [i32],
+    #[comptime] slip: WarpSlip,
+    #[comptime] target: Target,
+) {
+    let mut tiles = Shared::<[Vector<i32, Const<4>>]>::new_aligned_slice(2176usize, 1024usize);
+    let mut bars = Shared::<[u64]>::new_aligned_slice(comptime!(mbarrier::words(4, 384, &target)), 8usize);
+    if UNIT_POS == 0 {
+        for i in 0..2u32 {
+            mbarrier::init::call(&mut bars, i, 1u32, target);
+            mbarrier::init::call(&mut bars, 2 + i, 256u32, target);
+        }
+    }
+    sync_cube();
+    if UNIT_POS == 0 {
+        tma::acquire_map::call(map_a, target);
+        tma::acquire_map::call(map_b, target);
+        for g in 0..6u32 {
+            let slot = g % 2;
+            if g >= 2 && comptime!(slip != WarpSlip::RefillBeforeRelease) {
+                let mut parity = (g / 2 + 1) % 2;
+                if comptime!(slip == WarpSlip::ReleaseParityOfTheNextUse) {
+                    parity = (g / 2) % 2;
+                }
+                mbarrier::wait::call(&mut bars, 2 + slot, parity, target);
+            }
+            tma::arrive_expect_tx::call(&mut bars, slot, 17408u32, target);
+            tma::load_2d::call(&mut tiles, slot * 1024, map_a, a, (g % 3) * 8, (g / 3) * 128, &mut bars, slot, WARP_A, target);
+            tma::load_2d::call(&mut tiles, 2048 + slot * 64, map_b, bt, (g % 3) * 8, 0u32, &mut bars, slot, WARP_B, target);
+        }
+    } else if UNIT_POS >= 128 {
+        let group = UNIT_POS / 128 - 1;
+        let unit = UNIT_POS % 128;
+        let (warp, g, t) = (unit / 32, (unit % 32) / 4, unit % 4);
+        for tile in 0..2u32 {
+            let mut first = tile * 3;
+            if comptime!(slip == WarpSlip::RingRestartedPerTile) {
+                first = 0u32;
+            }
+            let d = wgmma_consume::consume_s8::call::<Const<4>>(
+                &tiles, &mut bars, Vector::<i32, Const<4>>::new(0i32), first, 3u32, group, 2u32, WARP_A, WARP_B, target,
+            );
+            #[unroll]
+            for r in 0..4u32 {
+                let row = tile * 128 + group * 64 + 16 * warp + g + 8 * ((r / 2) % 2);
+                c[(row * 8 + 2 * t + r % 2) as usize] = d.extract(r as usize);
+            }
+        }
+    }
+    mbarrier::retire(&mut bars, target);
+}
+
+/// What [`slipped_consumers`] computes when it has no slip: `c = a · b`, 256×8.
+#[cube]
+fn consumers_default(a: &[Vector<i32, Const<4>>], bt: &[Vector<i32, Const<4>>], c: &mut [i32]) {
+    let mut e = UNIT_POS;
+    while e < 2048u32 {
+        let (row, col) = (e / 8, e % 8);
+        let mut sum = 0i32;
+        for w in 0..96u32 {
+            let x = a[(row * 24 + w / 4) as usize].extract_dynamic((w % 4) as usize);
+            let y = bt[(col * 24 + w / 4) as usize].extract_dynamic((w % 4) as usize);
+            sum = portable::dot4_i8(x, y, sum);
+        }
+        c[e as usize] = sum;
+        e += 384u32;
+    }
+}
+
+/// One entry point of [`slipped_consumers`] per slip; `$expect` is `expect_mismatch` for a bug.
+macro_rules! warp_fixture {
+    ($(#[$doc:meta])* $name:ident, $slip:ident $(, $expect:ident)?) => {
+        $(#[$doc])*
+        #[islands$(($expect))?]
+        #[cube]
+        pub fn $name(
+            a: &[Vector<i32, Const<4>>],
+            map_a: &[u32],
+            bt: &[Vector<i32, Const<4>>],
+            map_b: &[u32],
+            c: &mut [i32],
+            #[comptime] target: Target,
+        ) {
+            island! {
+                proof(
+                    a: &[Vector<i32, Const<4>>; 6144],
+                    map_a: tensor_map(a, crate::negative::WARP_A),
+                    bt: &[Vector<i32, Const<4>>; 192],
+                    map_b: tensor_map(bt, crate::negative::WARP_B),
+                    c: &mut [i32; 2048],
+                ), cube_dim = 384;
+                cuda if sm == 90 => slipped_consumers(a, map_a, bt, map_b, c, WarpSlip::$slip, target),
+                default => consumers_default(a, bt, c),
+            }
+        }
+    };
+}
+
+warp_fixture!(
+    /// The warp-specialized pipeline without a slip, so that the fixtures below fail for their
+    /// slip alone.
+    consumers_without_a_slip, None
+);
+warp_fixture!(
+    /// The producer never waits for a release: it refills both slots while the consumers still
+    /// read them (natively a race; emulated, a wait that passes over phases).
+    consumers_refill_before_release, RefillBeforeRelease, expect_mismatch
+);
+warp_fixture!(
+    /// The producer waits for the release of a slot's next use instead of its previous one.
+    consumers_release_parity_of_the_next_use, ReleaseParityOfTheNextUse, expect_mismatch
+);
+warp_fixture!(
+    /// The consumers begin the second tile at the ring's first stage: the wrong slot and parity.
+    consumers_ring_restarted_per_tile, RingRestartedPerTile, expect_mismatch
+);
 
 /// One TMA box whose arrival expects 16 bytes fewer than the box holds: natively the phase
 /// completes before the copy's last bytes land (or, with more bytes, never); the emulated
