@@ -24,10 +24,10 @@
 //! waits decided by the barriers' books) on two tiles whose ring wraps within and across them.
 
 use crate::error::ShapeError;
-use crate::gemm_i8_wgmma::{LAYOUT, Maps, STAGE_K};
+use crate::gemm_i8_wgmma::{Maps, STAGE_K};
 use cubecl::prelude::*;
 use island_intrinsics::wgmma::WARPGROUP;
-use island_intrinsics::wgmma_consume::{ROWS_PER_GROUP, consume_s8};
+use island_intrinsics::wgmma_consume::{RELEASES_PER_GROUP, ROWS_PER_GROUP, consume_s8};
 use island_intrinsics::{mbarrier, portable, tma};
 use island_runtime::prelude::*;
 use island_runtime::tensor_map::{self, TensorMapError, TmaTile};
@@ -38,8 +38,8 @@ pub const CONSUMER_GROUPS: u32 = 2;
 pub const BLOCK_M: u32 = CONSUMER_GROUPS * ROWS_PER_GROUP;
 /// Units of a cube: a producer warpgroup, then the consumers.
 pub const UNITS: u32 = (1 + CONSUMER_GROUPS) * WARPGROUP;
-/// Units that arrive on a slot's "empty" barrier: every consumer unit.
-pub const CONSUMERS: u32 = CONSUMER_GROUPS * WARPGROUP;
+/// Arrivals on a slot's "empty" barrier per stage: one per consumer warp.
+pub const RELEASES: u32 = CONSUMER_GROUPS * RELEASES_PER_GROUP;
 /// Rows of tiles per band of the walk ([`tile_of`]).
 pub const GROUP: u32 = 16;
 
@@ -57,7 +57,7 @@ pub const CONFIG_N256: Config = Config { block_n: 256, stages: 4 };
 pub const CONFIG_N128: Config = Config { block_n: 128, stages: 6 };
 
 /// The TMA box of one stage of `a` (`k` bytes a row): a tile's 128 rows × [`STAGE_K`] bytes, at
-/// [`LAYOUT`] (the 128-byte swizzle).
+/// [`crate::gemm_i8_wgmma::LAYOUT`] (the 128-byte swizzle).
 pub const fn tile_a(k: u32) -> TmaTile {
     TmaTile { row_bytes: k, box_rows: BLOCK_M, box_bytes: STAGE_K, swizzle: 128 }
 }
@@ -109,7 +109,7 @@ fn tiles_tensor_cores<N: Size>(
     if UNIT_POS == 0 {
         for i in 0..stages {
             mbarrier::init::call(&mut bars, i, 1u32, target);
-            mbarrier::init::call(&mut bars, stages + i, CONSUMERS, target);
+            mbarrier::init::call(&mut bars, stages + i, RELEASES, target);
         }
     }
     sync_cube();

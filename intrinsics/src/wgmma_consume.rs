@@ -16,13 +16,15 @@
 //! each at [`crate::wgmma_loop::LAYOUT`]. Stage `g` of the ring (counted from the kernel's
 //! start) sits in slot `g % stages`; its "full" barrier is `g % stages` of `bars`, completing
 //! phase `g / stages` (parity `(g / stages) % 2`), its "empty" barrier `stages + g % stages`,
-//! on which every unit of every consumer warpgroup arrives once per stage.
+//! on which lane 0 of every warp of every consumer warpgroup arrives once per stage
+//! ([`RELEASES_PER_GROUP`] a warpgroup: one arrival a warp, not one a unit, since arrivals on
+//! one barrier serialize).
 //!
 //! What one call does, every unit of the warpgroup calling it, for `k_tiles` stages from stage
 //! `first`: wait for the stage's "full" phase; issue four `wgmma` m64n`N`k32 on the
 //! warpgroup's 64 rows of the `a` box (rows `64·group…`) and the whole `bᵀ` box; commit, then
-//! wait until only these are in flight, so the previous stage's are complete, and arrive on the
-//! previous stage's "empty" barrier. After the last stage, wait for every `wgmma` and arrive on
+//! wait until only these are in flight, so the previous stage's are complete, and (lane 0 of
+//! each warp) arrive on the previous stage's "empty" barrier. After the last stage, wait for every `wgmma` and arrive on
 //! its "empty" barrier. The result is the accumulator fragment of [`crate::wgmma::m64n_k32_s8`].
 //!
 //! Emulation: per stage, the "full" wait through [`crate::mbarrier::wait`]'s emulation (rounds
@@ -44,6 +46,10 @@ use island_runtime::tensor_map::TmaTile;
 
 /// Rows of `a` per consumer warpgroup: the `M` of `wgmma`.
 pub const ROWS_PER_GROUP: u32 = 64;
+
+/// Arrivals each consumer warpgroup makes on a slot's "empty" barrier per stage: one per warp
+/// (its lane 0). A pipeline initializes "empty" barriers to this times its consumer warpgroups.
+pub const RELEASES_PER_GROUP: u32 = 4;
 
 /// The control word's fields (CubeCL's asm names at most ten operands): the stage count in bits
 /// 0…15, the first stage's slot in bits 16…23, its parity in bit 24, the warpgroup's rows in
@@ -67,7 +73,7 @@ pub(crate) fn consume_ptx(n: u32, stages: u32, tile_a: TmaTile, tile_b: TmaTile)
     p += &format!(".reg .b32 t<{v}>;\n");
     p += ".reg .u64 w, da0, db0, da, db, st;\n";
     p += ".reg .u32 sa, sb, sbar, kt, tiles, slot, par, pslot, n, full, empty, x;\n";
-    p += ".reg .pred p, one;\n";
+    p += ".reg .pred p, one, lane0;\n";
     for i in 0..v {
         p += &format!("mov.b32 t{i}, %{};\n", v + i);
     }
@@ -80,7 +86,7 @@ pub(crate) fn consume_ptx(n: u32, stages: u32, tile_a: TmaTile, tile_b: TmaTile)
         ROWS_PER_GROUP * STAGE_K
     );
     p += &format!("cvt.u64.u32 w, sb;\nand.b64 w, w, 262143;\nshr.u64 w, w, 4;\nor.b64 db0, w, {bits};\n");
-    p += "mov.u32 x, 1;\nsetp.ne.u32 one, x, 0;\n";
+    p += "mov.u32 x, 1;\nsetp.ne.u32 one, x, 0;\nmov.u32 x, %laneid;\nsetp.eq.u32 lane0, x, 0;\n";
     p += &format!("and.b32 tiles, {ctl}, 65535;\nbfe.u32 slot, {ctl}, 16, 8;\nbfe.u32 par, {ctl}, 24, 1;\n");
     p += "mov.u32 kt, 0;\nmov.u32 pslot, 0;\n";
     p += "setp.eq.u32 p, tiles, 0;\n@p bra END;\n";
@@ -102,14 +108,14 @@ pub(crate) fn consume_ptx(n: u32, stages: u32, tile_a: TmaTile, tile_b: TmaTile)
     // The previous stage's `wgmma`s are complete: release its slot.
     p += "setp.eq.u32 p, kt, 0;\n@p bra NEXT;\n";
     p += &format!("mad.lo.u32 empty, pslot, 8, sbar;\nadd.u32 empty, empty, {};\n", 8 * stages);
-    p += "mbarrier.arrive.shared::cta.b64 st, [empty];\n";
+    p += "@lane0 mbarrier.arrive.shared::cta.b64 st, [empty];\n";
     p += "NEXT:\nmov.u32 pslot, slot;\nadd.u32 slot, slot, 1;\n";
     p += &format!("setp.eq.u32 p, slot, {stages};\n@p mov.u32 slot, 0;\n@p xor.b32 par, par, 1;\n");
     p += "add.u32 kt, kt, 1;\nsetp.lt.u32 p, kt, tiles;\n@p bra LOOP;\n";
     // The last stage: every `wgmma` complete, then its slot released.
     p += "wgmma.wait_group.sync.aligned 0;\n";
     p += &format!("mad.lo.u32 empty, pslot, 8, sbar;\nadd.u32 empty, empty, {};\n", 8 * stages);
-    p += "mbarrier.arrive.shared::cta.b64 st, [empty];\n";
+    p += "@lane0 mbarrier.arrive.shared::cta.b64 st, [empty];\n";
     p += "END:\n";
     for i in 0..v {
         p += &format!("mov.b32 %{i}, t{i};\n");
@@ -168,7 +174,8 @@ pub mod consume_s8 {
     }
 
     /// Per stage: the "full" wait's emulation (rounds with the other roles), the products in `k`
-    /// order, the "empty" arrival.
+    /// order, the "empty" arrival of each warp's lane 0 (a cube's units are its lanes in order,
+    /// 32 a warp).
     #[cube]
     #[allow(clippy::too_many_arguments)]
     pub fn emulate<N: Size>(
@@ -199,7 +206,9 @@ pub mod consume_s8 {
                 LAYOUT,
                 LAYOUT,
             );
-            crate::mbarrier::arrive::emulate(bars, stages + slot);
+            if UNIT_POS % 32 == 0 {
+                crate::mbarrier::arrive::emulate(bars, stages + slot);
+            }
         }
         acc
     }
@@ -224,7 +233,8 @@ pub const TILE_B: TmaTile = TmaTile { row_bytes: K, box_rows: N, box_bytes: STAG
 const STAGES: u32 = 2;
 /// The cube: a producer warpgroup, then two consumer warpgroups.
 const UNITS: u32 = 384;
-const CONSUMERS: u32 = 256;
+/// Arrivals on a slot's "empty" barrier per stage: both consumer warpgroups'.
+const RELEASES: u32 = 2 * RELEASES_PER_GROUP;
 
 /// Two 128×16 tiles of `a · b` (row-major `c`, the tiles one after the other) through one ring:
 /// unit 0 produces every stage of both tiles, waiting on each slot's "empty" barrier before a
@@ -262,7 +272,7 @@ pub fn wgmma_consume_roles(
             if UNIT_POS == 0 {
                 for i in 0..STAGES {
                     crate::mbarrier::init::call(&mut bars, i, 1u32, target);
-                    crate::mbarrier::init::call(&mut bars, STAGES + i, CONSUMERS, target);
+                    crate::mbarrier::init::call(&mut bars, STAGES + i, RELEASES, target);
                 }
             }
             sync_cube();
@@ -290,8 +300,8 @@ pub fn wgmma_consume_roles(
                         target,
                     );
                 }
-            } else if UNIT_POS >= comptime!(UNITS - CONSUMERS) {
-                let group = (UNIT_POS - comptime!(UNITS - CONSUMERS)) / 128;
+            } else if UNIT_POS >= 128 {
+                let group = UNIT_POS / 128 - 1;
                 let unit = UNIT_POS % 128;
                 let (warp, g, t) = (unit / 32, (unit % 32) / 4, unit % 4);
                 for tile in 0..TILES {

@@ -821,7 +821,7 @@ fn slipped_consumers(
     if UNIT_POS == 0 {
         for i in 0..2u32 {
             mbarrier::init::call(&mut bars, i, 1u32, target);
-            mbarrier::init::call(&mut bars, 2 + i, 256u32, target);
+            mbarrier::init::call(&mut bars, 2 + i, comptime!(2 * wgmma_consume::RELEASES_PER_GROUP), target);
         }
     }
     sync_cube();
