@@ -444,7 +444,8 @@ fn gemm(
         })
         .collect();
     let persistent = gemm_i8_persistent::Tiles::ALL;
-    let pt_out: Vec<_> = persistent.iter().map(|_| client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]))).collect();
+    let pt_out: Vec<_> =
+        persistent.iter().map(|_| client.create_from_slice(i32::as_bytes(&vec![0i32; m * n]))).collect();
     let pt_maps = persistent
         .iter()
         .map(|&t| gemm_i8_persistent::maps(client, (&ah, &bth), (m, k, n), t))
@@ -457,8 +458,9 @@ fn gemm(
         .map(|((&tiles, out), maps)| {
             let (ah, bth) = (&ah, &bth);
             move || {
-                let launched =
-                    unsafe { gemm_i8_persistent::launch(client, (ah, bth, out), (m, k, n), tiles, Some(maps), None, native) };
+                let launched = unsafe {
+                    gemm_i8_persistent::launch(client, (ah, bth, out), (m, k, n), tiles, Some(maps), None, native)
+                };
                 launched.expect("maps encoded above")
             }
         })
@@ -599,7 +601,9 @@ fn gemm(
     let cc = cpu.create_from_slice(i32::as_bytes(&vec![0i32; rows * cols]));
     let tiles = gemm_i8_persistent::Tiles::M128N256;
     // SAFETY: the first rows of `a` and of `bᵀ`, a rows×cols output, a shape that passes the check.
-    unsafe { gemm_i8_persistent::launch(cpu, (&ca, &cb, &cc), (rows, k, cols), tiles, None, None, Target::for_client(cpu)) }?;
+    unsafe {
+        gemm_i8_persistent::launch(cpu, (&ca, &cb, &cc), (rows, k, cols), tiles, None, None, Target::for_client(cpu))
+    }?;
     let cpu_block = i32::from_bytes(&island_runtime::readback::read(cpu, cc)?).to_vec();
     for (tiles, got) in persistent.iter().zip(&got_pt) {
         let block: Vec<i32> = (0..rows).flat_map(|r| got[r * n..r * n + cols].to_vec()).collect();

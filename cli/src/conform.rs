@@ -42,9 +42,7 @@ pub fn run(args: Args) -> Result<Outcome, ConformError> {
     let options = ProofOptions::from_env()?;
     let mut runs = Vec::new();
     let wanted = |name: &str| args.filter.as_deref().is_none_or(|f| name.contains(f));
-    for entry in
-        registry::arms().iter().filter(|e| e.expect != island_runtime::Expect::Mismatch && wanted(&e.name()))
-    {
+    for entry in registry::arms().iter().filter(|e| e.expect != island_runtime::Expect::Mismatch && wanted(&e.name())) {
         if let Some(run) = island_runtime::conformance::conform(entry, &device, &cpu, &options) {
             eprintln!("{} {}", run.verdict_word(), entry.name());
             runs.push(run);
@@ -84,9 +82,9 @@ pub fn run(args: Args) -> Result<Outcome, ConformError> {
 /// The examples conformance runs after the arms: (example, rows, columns, rows checked on the
 /// CPU).
 const EXAMPLES: [(Example, usize, usize, usize); 5] = [
-        (Example::Q8Matvec, 256, 4096, 8),
-        (Example::Rmsnorm, 256, 4096, 4),
-        (Example::GemmI8, 256, 256, 16),
-        (Example::GemmI8Mma, 256, 512, 128),
-        (Example::GemmF16, 256, 256, 16),
+    (Example::Q8Matvec, 256, 4096, 8),
+    (Example::Rmsnorm, 256, 4096, 4),
+    (Example::GemmI8, 256, 256, 16),
+    (Example::GemmI8Mma, 256, 512, 128),
+    (Example::GemmF16, 256, 256, 16),
 ];

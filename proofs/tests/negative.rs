@@ -8,7 +8,9 @@
 
 use cubecl::prelude::*;
 use half::f16;
-use island_intrinsics::{cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma, wgmma_consume, wgmma_loop};
+use island_intrinsics::{
+    cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma, wgmma_consume, wgmma_loop,
+};
 use island_runtime::prelude::*;
 use island_runtime::tensor_map::TmaTile;
 
@@ -838,8 +840,30 @@ fn slipped_consumers(
                 mbarrier::wait::call(&mut bars, 2 + slot, parity, target);
             }
             tma::arrive_expect_tx::call(&mut bars, slot, 17408u32, target);
-            tma::load_2d::call(&mut tiles, slot * 1024, map_a, a, (g % 3) * 8, (g / 3) * 128, &mut bars, slot, WARP_A, target);
-            tma::load_2d::call(&mut tiles, 2048 + slot * 64, map_b, bt, (g % 3) * 8, 0u32, &mut bars, slot, WARP_B, target);
+            tma::load_2d::call(
+                &mut tiles,
+                slot * 1024,
+                map_a,
+                a,
+                (g % 3) * 8,
+                (g / 3) * 128,
+                &mut bars,
+                slot,
+                WARP_A,
+                target,
+            );
+            tma::load_2d::call(
+                &mut tiles,
+                2048 + slot * 64,
+                map_b,
+                bt,
+                (g % 3) * 8,
+                0u32,
+                &mut bars,
+                slot,
+                WARP_B,
+                target,
+            );
         }
     } else if UNIT_POS >= 128 {
         let group = UNIT_POS / 128 - 1;
@@ -851,7 +875,16 @@ fn slipped_consumers(
                 first = 0u32;
             }
             let d = wgmma_consume::consume_s8::call::<Const<4>>(
-                &tiles, &mut bars, Vector::<i32, Const<4>>::new(0i32), first, 3u32, group, 2u32, WARP_A, WARP_B, target,
+                &tiles,
+                &mut bars,
+                Vector::<i32, Const<4>>::new(0i32),
+                first,
+                3u32,
+                group,
+                2u32,
+                WARP_A,
+                WARP_B,
+                target,
             );
             #[unroll]
             for r in 0..4u32 {
