@@ -16,6 +16,7 @@ island_runtime::ledger!();
 pub mod cp_async;
 pub mod dp4a;
 pub mod exact;
+pub mod flushed;
 pub mod ldmatrix;
 pub mod mbarrier;
 pub mod mma;

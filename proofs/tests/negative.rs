@@ -9,7 +9,7 @@
 use cubecl::prelude::*;
 use half::f16;
 use island_intrinsics::{
-    cp_async, dp4a, mbarrier, mma, mma_sync, plane, portable, tma, wgmma, wgmma_consume, wgmma_loop,
+    cp_async, dp4a, flushed, mbarrier, mma, mma_sync, plane, portable, tma, wgmma, wgmma_consume, wgmma_loop,
 };
 use island_runtime::prelude::*;
 use island_runtime::tensor_map::TmaTile;
@@ -34,6 +34,61 @@ pub fn sign_extension_slip(a: i32, b: i32, c: i32, #[comptime] target: Target) -
         proof(a: i32, b: i32, c: i32) -> i32;
         cuda => dot4_zero_extended(a, b, c),
         default => portable::dot4_i8(a, b, c),
+    }
+}
+
+/// A flushing product whose flush is decided after rounding to 24 bits with an unbounded
+/// exponent (x86's flush-to-zero): `2⁻¹²⁶ − 2⁻¹⁵⁰`, the tie IEEE rounds up to `2⁻¹²⁶`, stays
+/// subnormal and is flushed. The product is scaled by 2⁶⁴ in binary64 (exact), rounded to
+/// binary32 there (24 bits), and compared with `2⁻¹²⁶·2⁶⁴`.
+#[cube]
+fn mul_flushed_unbounded(a: f32, b: f32) -> f32 {
+    let (x, y) = (portable::flush(a), portable::flush(b));
+    let scaled = f32::cast_from(f64::cast_from(x) * f64::cast_from(y) * 18446744073709551616.0f64);
+    let mut out = portable::flush(x * y);
+    if scaled.abs() < 2.168404344971009e-19f32 {
+        out = f32::reinterpret(u32::reinterpret(out) & 0x8000_0000u32);
+    }
+    out
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn ftz_mul_rounded_unbounded(a: f32, b: f32, i: u32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, i: u32) -> f32;
+        cuda => mul_flushed_unbounded(flushed::window_x(a, i), flushed::window_y(b, i, false)),
+        default => {
+            let (x, y) = (flushed::window_x(a, i), flushed::window_y(b, i, false));
+            portable::flush(portable::mul_rn32(portable::flush(x), portable::flush(y)))
+        },
+    }
+}
+
+/// A flushing `fma` whose flush is decided before rounding: a sum just below `2⁻¹²⁶` that
+/// rounds up to it is flushed (the exact sum in binary64, exact for the check's operands).
+#[cube]
+fn fma_flushed_before_rounding(a: f32, b: f32, c: f32) -> f32 {
+    let (x, y, z) = (portable::flush(a), portable::flush(b), portable::flush(c));
+    let exact = f64::cast_from(x) * f64::cast_from(y) + f64::cast_from(z);
+    let mut out = portable::flush(fma(x, y, z));
+    if exact.abs() < 1.1754943508222875e-38f64 {
+        out = f32::reinterpret(u32::reinterpret(out) & 0x8000_0000u32);
+    }
+    out
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn ftz_fma_tiny_before_rounding(a: f32, b: f32, c: f32, i: u32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32, i: u32) -> f32;
+        cuda => fma_flushed_before_rounding(
+            flushed::window_x(a, i), flushed::window_y(b, i, true), flushed::window_z(c, i)),
+        default => {
+            let (x, y, z) = (flushed::window_x(a, i), flushed::window_y(b, i, true), flushed::window_z(c, i));
+            portable::flush(portable::fma_rn32(portable::flush(x), portable::flush(y), portable::flush(z)))
+        },
     }
 }
 

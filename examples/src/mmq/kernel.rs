@@ -7,7 +7,8 @@
 //!   stage, split into the two blocks' low and high nibbles in registers); one `mma.sync`
 //!   m16n8k32 per tile and block, i.e. one quantization block, started from `1.5·2²³` so that
 //!   the block's integer sum reads as a float with one subtraction (exact: `|Σ| < 2²²`); then
-//!   the block's scales, in the order of the definition, into f32 accumulators in registers.
+//!   the block's scales, in the order of the definition, into f32 accumulators in registers,
+//!   each step one flushing instruction ([`island_intrinsics::flushed`]).
 //! - `default`: each unit its rows of the block, plain loops over the quants.
 //!
 //! Both apply the same operations to the same values in the same order, so the arm is
@@ -18,7 +19,7 @@ use super::quantize::col_slot;
 use crate::error::ShapeError;
 use crate::gemm_i8_mma::Config;
 use cubecl::prelude::*;
-use island_intrinsics::{cp_async, exact, ldmatrix, mma_sync, portable};
+use island_intrinsics::{cp_async, flushed, ldmatrix, mma_sync, portable};
 use island_runtime::prelude::*;
 
 /// Values of `k` per stage (two quantization blocks).
@@ -186,26 +187,31 @@ fn scale(w: Scales, i: u32) -> f32 {
 /// `acc` plus one block's `dw · dx · sum`, as the definition orders it (`super`'s doc): every
 /// scale, the scale product and the sum flushed where subnormal ([`portable::flush`]), so a
 /// device that flushes subnormal operands and results computes the same bits as one that keeps
-/// them. `sum` is an integer below 2²² in magnitude, never subnormal. The arm's `fma` is
-/// [`exact::fma`] (`fma.rn` on CUDA); `default`'s is [`portable::fma_rn32`], the same once-rounded
-/// value from 32-bit integer operations, which no driver's float optimizations can rewrite (the
-/// binary64 formulation gave other bits on lavapipe inside this kernel, `super`'s doc).
+/// them. `sum` is an integer below 2²² in magnitude, never subnormal. The arm computes it with
+/// two flushing instructions ([`flushed`]: `mul.rn.ftz.f32`, `fma.rn.ftz.f32` on CUDA), whose
+/// flushes of operands and results are the definition's: `sum` is never subnormal and `acc` is
+/// the flushed result of the block before, so `φ(fma(d, sum, acc))` is `fma.ftz(d, sum, acc)`.
+/// `default` writes each flush out and rounds its `fma` by [`portable::fma_rn32`] (32-bit integer
+/// operations, which no driver's float optimizations can rewrite: the binary64 formulation gave
+/// other bits on lavapipe inside this kernel, `super`'s doc).
 #[cube]
 fn scale_block(dw: f32, dx: f32, sum: f32, acc: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
-    let d = portable::flush(portable::flush(dw) * portable::flush(dx));
-    portable::flush(fma_of(d, sum, acc, target, arm))
+    if comptime!(arm) {
+        flushed::ftz_fma::call(flushed::ftz_mul::call(dw, dx, target), sum, acc, target)
+    } else {
+        let d = portable::flush(portable::flush(dw) * portable::flush(dx));
+        portable::flush(portable::fma_rn32(d, sum, acc))
+    }
 }
 
 /// `acc` plus a Q4_1 block's minimum term `mw · sx`, flushed as [`scale_block`] is.
 #[cube]
 fn add_minimum(mw: f32, sx: f32, acc: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
-    portable::flush(fma_of(portable::flush(mw), portable::flush(sx), acc, target, arm))
-}
-
-/// `a · b + c` rounded once: [`exact::fma`] in the arm, [`portable::fma_rn32`] in `default`.
-#[cube]
-fn fma_of(a: f32, b: f32, c: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
-    if comptime!(arm) { exact::fma(a, b, c, target) } else { portable::fma_rn32(a, b, c) }
+    if comptime!(arm) {
+        flushed::ftz_fma::call(mw, sx, acc, target)
+    } else {
+        portable::flush(portable::fma_rn32(portable::flush(mw), portable::flush(sx), acc))
+    }
 }
 
 /// The Q4_1 fragment of block `ks` from the packed tile `raw` (registers: rows g and g + 8 of

@@ -1,0 +1,255 @@
+//! Float arithmetic that flushes subnormals: `φ(φa · φb)` and `φ(fma(φa, φb, φc))`, each rounded
+//! once to nearest even, `φ` a subnormal flushed to a zero of its sign ([`portable::flush`]).
+//! Where a definition flushes, as the MMQ's does so that a device that flushes computes it
+//! itself, these are one instruction each on CUDA (`mul.rn.ftz.f32`, `fma.rn.ftz.f32`) against
+//! the three integer operations of every written-out `φ`.
+//!
+//! Which results a hardware flush takes for subnormal is the device's: a result is tiny when
+//! the rounded result is below 2⁻¹²⁶ (the definition here, as IEEE 754 rounds with gradual
+//! underflow), or when it is tiny before rounding, or after rounding to 24 bits with an
+//! unbounded exponent; the three differ within an ulp below 2⁻¹²⁶. Each intrinsic is therefore
+//! `device_defined`, and its check builds, in three lanes of four, operands whose exact results
+//! lie on both sides of 2⁻¹²⁶ within a few of its ulps, rounding ties among them, where the three
+//! rules give different bits: a device runs the native lowering only where conformance showed
+//! it equal to the emulation there.
+
+use cubecl::prelude::*;
+use island_portable as portable;
+use island_runtime::intrinsic;
+use island_runtime::prelude::*;
+
+/// `φ(φa · φb)`, rounded once to nearest even, on every backend.
+#[islands]
+#[cube]
+pub fn mul(a: f32, b: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32) -> f32;
+        cuda => ftz_mul::call(a, b, target),
+        default => portable::flush(portable::mul_rn32(portable::flush(a), portable::flush(b))),
+    }
+}
+
+/// `φ(fma(φa, φb, φc))`, `a·b + c` rounded once to nearest even, on every backend.
+#[islands]
+#[cube]
+pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32) -> f32;
+        cuda => ftz_fma::call(a, b, c, target),
+        default => portable::flush(portable::fma_rn32(portable::flush(a), portable::flush(b), portable::flush(c))),
+    }
+}
+
+/// PTX `mul.rn.ftz.f32`: subnormal operands and results flushed to zeros of their signs.
+#[intrinsic(
+    name = "flushed::mul<f32>",
+    semantics = device_defined("which results the flush takes for subnormal: tiny after IEEE rounding, before rounding, or after rounding with an unbounded exponent"),
+    summary = "φ(φa·φb) in binary32, one rounding, subnormals flushed (PTX mul.rn.ftz.f32)",
+    check = crate::flushed::mul_check,
+    lowerings(cuda => "mul.rn.ftz.f32" sass "FMUL.FTZ"),
+)]
+pub mod ftz_mul {
+    use cubecl::prelude::*;
+    use island_portable as portable;
+
+    /// The result leaves the asm as its bits and is reinterpreted after it (as
+    /// [`crate::exact::unfused_mul_add`]'s does).
+    #[cube]
+    pub fn cuda(a: f32, b: f32) -> f32 {
+        let d: u32;
+        gpu_asm!(
+            "{{ .reg .f32 p; mul.rn.ftz.f32 p, {}, {}; mov.b32 {}, p; }}",
+            in(_) a, in(_) b, out(_) d,
+            options(pure, nomem)
+        );
+        f32::reinterpret(d)
+    }
+
+    /// The executing runtime's IEEE product between the flushes (the CPU runtime's keeps
+    /// subnormals): a result is flushed when it is subnormal once rounded.
+    #[cube]
+    pub fn emulate(a: f32, b: f32) -> f32 {
+        let p = portable::flush(a) * portable::flush(b);
+        portable::flush(p)
+    }
+}
+
+/// PTX `fma.rn.ftz.f32`: subnormal operands and results flushed to zeros of their signs.
+#[intrinsic(
+    name = "flushed::fma<f32>",
+    semantics = device_defined("which results the flush takes for subnormal: tiny after IEEE rounding, before rounding, or after rounding with an unbounded exponent"),
+    summary = "φ(fma(φa, φb, φc)) in binary32, one rounding, subnormals flushed (PTX fma.rn.ftz.f32)",
+    check = crate::flushed::fma_check,
+    lowerings(cuda => "fma.rn.ftz.f32" sass "FFMA.FTZ"),
+)]
+pub mod ftz_fma {
+    use cubecl::prelude::*;
+    use island_portable as portable;
+
+    #[cube]
+    pub fn cuda(a: f32, b: f32, c: f32) -> f32 {
+        let d: u32;
+        gpu_asm!(
+            "{{ .reg .f32 s; fma.rn.ftz.f32 s, {}, {}, {}; mov.b32 {}, s; }}",
+            in(_) a, in(_) b, in(_) c, out(_) d,
+            options(pure, nomem)
+        );
+        f32::reinterpret(d)
+    }
+
+    /// The executing runtime's fused multiply-add (LLVM's `llvm.fma` on the CPU runtime)
+    /// between the flushes.
+    #[cube]
+    pub fn emulate(a: f32, b: f32, c: f32) -> f32 {
+        let s = cubecl::prelude::fma(portable::flush(a), portable::flush(b), portable::flush(c));
+        portable::flush(s)
+    }
+}
+
+// The checks. Lane `i % 4 == 0` takes the proof's operands as drawn (every value group); the
+// other three build theirs from the bits of `i`:
+// - family A: x = 2⁻¹²⁶(1 + k·2⁻²³), y = 1 − j·2⁻²⁴ with j = 2k + e − 4, so that x·y lies within
+//   a few ulps of 2⁻¹²⁶, above and below; at e = 4 it is just below 2⁻¹²⁶ and rounds up to it
+//   (a flush decided before rounding gives 0 there);
+// - family B (products): x = 2⁻¹²⁵(1 − k·2⁻²⁴), y = ½(1 − j·2⁻²⁴) with small k, j: at k + j = 1
+//   x·y is exactly 2⁻¹²⁶ − 2⁻¹⁵⁰, the tie IEEE rounds up to 2⁻¹²⁶ (kept) and which rounding with
+//   an unbounded exponent leaves subnormal (flushed);
+// - family C (fused): family A's x·y minus 2⁻¹²⁵, whose magnitude lies just above that tie
+//   (one ulp of 2⁻¹⁵⁰ minus a residue far below it) at j = 2k − 1;
+// with the signs of both products and of the addend taken from higher bits of `i`, and `c` a
+// subnormal (flushed as an operand) in one lane of family A in two.
+
+/// Operand `x` of lane `i` (the proof's `a` in lanes `i % 4 == 0`).
+#[cube]
+pub fn window_x(a: f32, i: u32) -> f32 {
+    let family = i % 4;
+    let k = (i >> 2) & 0x7f;
+    let mut x = a;
+    if family == 1 || family == 3 {
+        x = f32::reinterpret(0x0080_0000u32 + k + 1);
+    } else if family == 2 {
+        x = f32::reinterpret(0x0100_0000u32 - (k & 7));
+    }
+    if family != 0 && (i >> 20) & 1 == 1 {
+        x = -x;
+    }
+    x
+}
+
+/// Operand `y` of lane `i` (the proof's `b` in lanes `i % 4 == 0`); `fused` selects family C.
+#[cube]
+pub fn window_y(b: f32, i: u32, #[comptime] fused: bool) -> f32 {
+    let family = i % 4;
+    let k = ((i >> 2) & 0x7f) + 1;
+    let e = (i >> 9) & 7;
+    let mut y = b;
+    if family == 1 || (family == 3 && !fused) {
+        y = f32::reinterpret(0x3f80_0000u32 + 4 - 2 * k - e);
+    } else if family == 3 {
+        // Family C: j = 2k − 1 in one lane of two, otherwise within two of it.
+        let j = 2 * k - 1 + (e & 1) * ((e >> 1) & 3);
+        y = f32::reinterpret(0x3f80_0000u32 - j);
+    } else if family == 2 {
+        y = f32::reinterpret(0x3f00_0000u32 - ((i >> 12) & 7));
+    }
+    if family != 0 && (i >> 21) & 1 == 1 {
+        y = -y;
+    }
+    y
+}
+
+/// Operand `z` of lane `i` (the proof's `c` in lanes `i % 4 == 0`).
+#[cube]
+pub fn window_z(c: f32, i: u32) -> f32 {
+    let family = i % 4;
+    let mut z = c;
+    if family == 3 {
+        z = f32::reinterpret(0x8100_0000u32);
+    } else if family == 2 {
+        z = 0.0f32;
+    } else if family == 1 {
+        z = f32::reinterpret(((i >> 15) & 1) * (1 + ((i >> 16) & 0xf)));
+    }
+    if family != 0 && (i >> 22) & 1 == 1 {
+        z = -z;
+    }
+    z
+}
+
+/// The check of `flushed::mul`: the proof's operands and the products near 2⁻¹²⁶ above.
+#[islands]
+#[cube]
+pub fn mul_check(a: f32, b: f32, i: u32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, i: u32) -> f32;
+        cuda => ftz_mul::call(window_x(a, i), window_y(b, i, false), target),
+        default => {
+            let (x, y) = (window_x(a, i), window_y(b, i, false));
+            portable::flush(portable::mul_rn32(portable::flush(x), portable::flush(y)))
+        },
+    }
+}
+
+/// The check of `flushed::fma`: the proof's operands and the fused sums near 2⁻¹²⁶ above.
+#[islands]
+#[cube]
+pub fn fma_check(a: f32, b: f32, c: f32, i: u32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32, i: u32) -> f32;
+        cuda => ftz_fma::call(window_x(a, i), window_y(b, i, true), window_z(c, i), target),
+        default => {
+            let (x, y, z) = (window_x(a, i), window_y(b, i, true), window_z(c, i));
+            portable::flush(portable::fma_rn32(portable::flush(x), portable::flush(y), portable::flush(z)))
+        },
+    }
+}
+
+/// The checks' operands in plain Rust, for the unit tests below: the windows they are built to
+/// reach must be reached.
+#[cfg(test)]
+mod tests {
+    fn x(i: u32) -> f32 {
+        let (family, k) = (i % 4, (i >> 2) & 0x7f);
+        let x = match family {
+            1 | 3 => f32::from_bits(0x0080_0000 + k + 1),
+            2 => f32::from_bits(0x0100_0000 - (k & 7)),
+            _ => 1.0,
+        };
+        if (i >> 20) & 1 == 1 { -x } else { x }
+    }
+
+    fn y(i: u32, fused: bool) -> f32 {
+        let (family, k, e) = (i % 4, ((i >> 2) & 0x7f) + 1, (i >> 9) & 7);
+        let y = match family {
+            1 => f32::from_bits(0x3f80_0000 + 4 - 2 * k - e),
+            3 if !fused => f32::from_bits(0x3f80_0000 + 4 - 2 * k - e),
+            3 => f32::from_bits(0x3f80_0000 - (2 * k - 1 + (e & 1) * ((e >> 1) & 3))),
+            2 => f32::from_bits(0x3f00_0000 - ((i >> 12) & 7)),
+            _ => 1.0,
+        };
+        if (i >> 21) & 1 == 1 { -y } else { y }
+    }
+
+    /// |x·y| or |x·y − 2⁻¹²⁵| exactly, in units of 2⁻¹⁵⁰ (binary64 holds the products exactly).
+    fn exact(i: u32, fused: bool) -> f64 {
+        let p = x(i).abs() as f64 * y(i, fused).abs() as f64;
+        let r = if fused && i % 4 == 3 { (p - 2f64.powi(-125)).abs() } else { p };
+        r / 2f64.powi(-150)
+    }
+
+    #[test]
+    fn the_windows_are_reached() {
+        let min = 2f64.powi(24); // 2⁻¹²⁶ in units of 2⁻¹⁵⁰
+        let (mut rounds_up, mut tie, mut above_tie) = (false, false, false);
+        for i in 0..(1u32 << 15) {
+            let e = exact(i, false);
+            rounds_up |= i % 4 == 1 && e < min && e > min - 0.5;
+            tie |= i % 4 == 2 && e == min - 1.0;
+            let f = exact(i, true);
+            above_tie |= i % 4 == 3 && f > min - 1.0 && f < min - 0.5;
+        }
+        assert!(rounds_up, "no product just below 2⁻¹²⁶ that rounds up to it");
+        assert!(tie, "no product at the tie 2⁻¹²⁶ − 2⁻¹⁵⁰");
+        assert!(above_tie, "no fused sum between the tie and 2⁻¹²⁶ − 2⁻¹⁵¹");
+    }
+}
