@@ -52,14 +52,17 @@ pub mod ftz_mul {
     use cubecl::prelude::*;
     use island_portable as portable;
 
-    /// The result leaves the asm as its bits and is reinterpreted after it (as
-    /// [`crate::exact::unfused_mul_add`]'s does).
+    /// Operands and result cross the asm as their bits (`u32` registers), moved to and from
+    /// `.f32` registers inside it: CubeCL 0.11 hands an operand that is a literal over as a
+    /// float literal PTX does not take, and an earlier asm statement's output as its local's
+    /// address (ptxas: "Arguments mismatch for instruction 'fma'", H100, 2026-12-07).
     #[cube]
     pub fn cuda(a: f32, b: f32) -> f32 {
+        let (x, y) = (u32::reinterpret(a), u32::reinterpret(b));
         let d: u32;
         gpu_asm!(
-            "{{ .reg .f32 p; mul.rn.ftz.f32 p, {}, {}; mov.b32 {}, p; }}",
-            in(_) a, in(_) b, out(_) d,
+            "{{ .reg .f32 a, b, p; mov.b32 a, {}; mov.b32 b, {}; mul.rn.ftz.f32 p, a, b; mov.b32 {}, p; }}",
+            in(_) x, in(_) y, out(_) d,
             options(pure, nomem)
         );
         f32::reinterpret(d)
@@ -86,12 +89,14 @@ pub mod ftz_fma {
     use cubecl::prelude::*;
     use island_portable as portable;
 
+    /// Operands and result as their bits, as [`super::ftz_mul`]'s.
     #[cube]
     pub fn cuda(a: f32, b: f32, c: f32) -> f32 {
+        let (x, y, z) = (u32::reinterpret(a), u32::reinterpret(b), u32::reinterpret(c));
         let d: u32;
         gpu_asm!(
-            "{{ .reg .f32 s; fma.rn.ftz.f32 s, {}, {}, {}; mov.b32 {}, s; }}",
-            in(_) a, in(_) b, in(_) c, out(_) d,
+            "{{ .reg .f32 a, b, c, s; mov.b32 a, {}; mov.b32 b, {}; mov.b32 c, {}; fma.rn.ftz.f32 s, a, b, c; mov.b32 {}, s; }}",
+            in(_) x, in(_) y, in(_) z, out(_) d,
             options(pure, nomem)
         );
         f32::reinterpret(d)

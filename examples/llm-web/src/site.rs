@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The cargo profile the module is built with.
-pub const PROFILE: &str = "release";
+pub const PROFILE: &str = "web";
 /// The module's target.
 pub const TARGET: &str = "wasm32-unknown-unknown";
 
