@@ -18,6 +18,18 @@ use island_portable as portable;
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
 
+/// The definition of [`mul`] in 32-bit integer operations, the `default` of it and its check.
+#[cube]
+pub fn mul_defined(a: f32, b: f32) -> f32 {
+    portable::flush(portable::mul_rn32(portable::flush(a), portable::flush(b)))
+}
+
+/// The definition of [`fma`] in 32-bit integer operations, the `default` of it and its check.
+#[cube]
+pub fn fma_defined(a: f32, b: f32, c: f32) -> f32 {
+    portable::flush(portable::fma_rn32(portable::flush(a), portable::flush(b), portable::flush(c)))
+}
+
 /// `φ(φa · φb)`, rounded once to nearest even, on every backend.
 #[islands]
 #[cube]
@@ -25,7 +37,7 @@ pub fn mul(a: f32, b: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(a: f32, b: f32) -> f32;
         cuda => ftz_mul::call(a, b, target),
-        default => portable::flush(portable::mul_rn32(portable::flush(a), portable::flush(b))),
+        default => mul_defined(a, b),
     }
 }
 
@@ -36,7 +48,7 @@ pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
     island! {
         proof(a: f32, b: f32, c: f32) -> f32;
         cuda => ftz_fma::call(a, b, c, target),
-        default => portable::flush(portable::fma_rn32(portable::flush(a), portable::flush(b), portable::flush(c))),
+        default => fma_defined(a, b, c),
     }
 }
 
@@ -188,10 +200,7 @@ pub fn mul_check(a: f32, b: f32, i: u32, #[comptime] target: Target) -> f32 {
     island! {
         proof(a: f32, b: f32, i: u32) -> f32;
         cuda => ftz_mul::call(window_x(a, i), window_y(b, i, false), target),
-        default => {
-            let (x, y) = (window_x(a, i), window_y(b, i, false));
-            portable::flush(portable::mul_rn32(portable::flush(x), portable::flush(y)))
-        },
+        default => mul_defined(window_x(a, i), window_y(b, i, false)),
     }
 }
 
@@ -202,10 +211,7 @@ pub fn fma_check(a: f32, b: f32, c: f32, i: u32, #[comptime] target: Target) -> 
     island! {
         proof(a: f32, b: f32, c: f32, i: u32) -> f32;
         cuda => ftz_fma::call(window_x(a, i), window_y(b, i, true), window_z(c, i), target),
-        default => {
-            let (x, y, z) = (window_x(a, i), window_y(b, i, true), window_z(c, i));
-            portable::flush(portable::fma_rn32(portable::flush(x), portable::flush(y), portable::flush(z)))
-        },
+        default => fma_defined(window_x(a, i), window_y(b, i, true), window_z(c, i)),
     }
 }
 

@@ -58,10 +58,7 @@ pub fn ftz_mul_rounded_unbounded(a: f32, b: f32, i: u32, #[comptime] target: Tar
     island! {
         proof(a: f32, b: f32, i: u32) -> f32;
         cuda => mul_flushed_unbounded(flushed::window_x(a, i), flushed::window_y(b, i, false)),
-        default => {
-            let (x, y) = (flushed::window_x(a, i), flushed::window_y(b, i, false));
-            portable::flush(portable::mul_rn32(portable::flush(x), portable::flush(y)))
-        },
+        default => flushed::mul_defined(flushed::window_x(a, i), flushed::window_y(b, i, false)),
     }
 }
 
@@ -85,10 +82,7 @@ pub fn ftz_fma_tiny_before_rounding(a: f32, b: f32, c: f32, i: u32, #[comptime] 
         proof(a: f32, b: f32, c: f32, i: u32) -> f32;
         cuda => fma_flushed_before_rounding(
             flushed::window_x(a, i), flushed::window_y(b, i, true), flushed::window_z(c, i)),
-        default => {
-            let (x, y, z) = (flushed::window_x(a, i), flushed::window_y(b, i, true), flushed::window_z(c, i));
-            portable::flush(portable::fma_rn32(portable::flush(x), portable::flush(y), portable::flush(z)))
-        },
+        default => flushed::fma_defined(flushed::window_x(a, i), flushed::window_y(b, i, true), flushed::window_z(c, i)),
     }
 }
 
