@@ -1,13 +1,16 @@
-//! Float arithmetic that flushes subnormals: `φ(φa · φb)` and `φ(fma(φa, φb, φc))`, each rounded
-//! once to nearest even, `φ` a subnormal flushed to a zero of its sign ([`portable::flush`]).
-//! Where a definition flushes, as the MMQ's does so that a device that flushes computes it
-//! itself, these are one instruction each on CUDA (`mul.rn.ftz.f32`, `fma.rn.ftz.f32`) against
-//! the three integer operations of every written-out `φ`.
+//! Float arithmetic that flushes subnormals: `φa · φb` and `fma(φa, φb, φc)`, each rounded once
+//! to nearest even, a result a zero of its sign where its exact value is below 2⁻¹²⁶ in
+//! magnitude (tininess decided before rounding), `φ` a subnormal flushed to a zero of its sign
+//! ([`portable::flush`]). Where a definition flushes, as the MMQ's does so that a device that
+//! flushes computes it itself, these are one instruction each on CUDA (`mul.rn.ftz.f32`,
+//! `fma.rn.ftz.f32`) against the three integer operations of every written-out `φ`.
 //!
-//! Which results a hardware flush takes for subnormal is the device's: a result is tiny when
-//! the rounded result is below 2⁻¹²⁶ (the definition here, as IEEE 754 rounds with gradual
-//! underflow), or when it is tiny before rounding, or after rounding to 24 bits with an
-//! unbounded exponent; the three differ within an ulp below 2⁻¹²⁶. Each intrinsic is therefore
+//! Which results a hardware flush takes is the device's: a result may be tiny before rounding,
+//! after rounding to 24 bits with an unbounded exponent, or once rounded as IEEE 754 rounds
+//! with gradual underflow; the three differ within an ulp below 2⁻¹²⁶. The H100's
+//! `mul.rn.ftz.f32` and `fma.rn.ftz.f32` decide before rounding: a product exactly
+//! `2⁻¹²⁶ − 2⁻¹⁵⁰`, which IEEE rounds up to 2⁻¹²⁶, came back as zero (`islands conform --runtime
+//! cuda flushed`, 2026-12-07, `docs/results/h100/2026-12-07-f/`). Each intrinsic is
 //! `device_defined`, and its check builds, in three lanes of four, operands whose exact results
 //! lie on both sides of 2⁻¹²⁶ within a few of its ulps, rounding ties among them, where the three
 //! rules give different bits: a device runs the native lowering only where conformance showed
@@ -18,19 +21,21 @@ use island_portable as portable;
 use island_runtime::intrinsic;
 use island_runtime::prelude::*;
 
-/// The definition of [`mul`] in 32-bit integer operations, the `default` of it and its check.
+/// The definition of [`mul`] in 32-bit integer operations ([`portable::mul_flushed32`]), the
+/// `default` of it and its check.
 #[cube]
 pub fn mul_defined(a: f32, b: f32) -> f32 {
-    portable::flush(portable::mul_rn32(portable::flush(a), portable::flush(b)))
+    portable::mul_flushed32(a, b)
 }
 
-/// The definition of [`fma`] in 32-bit integer operations, the `default` of it and its check.
+/// The definition of [`fma`] in 32-bit integer operations ([`portable::fma_flushed32`]), the
+/// `default` of it and its check.
 #[cube]
 pub fn fma_defined(a: f32, b: f32, c: f32) -> f32 {
-    portable::flush(portable::fma_rn32(portable::flush(a), portable::flush(b), portable::flush(c)))
+    portable::fma_flushed32(a, b, c)
 }
 
-/// `φ(φa · φb)`, rounded once to nearest even, on every backend.
+/// `φa · φb` rounded once to nearest even, zero where tiny before rounding, on every backend.
 #[islands]
 #[cube]
 pub fn mul(a: f32, b: f32, #[comptime] target: Target) -> f32 {
@@ -41,7 +46,8 @@ pub fn mul(a: f32, b: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
-/// `φ(fma(φa, φb, φc))`, `a·b + c` rounded once to nearest even, on every backend.
+/// `fma(φa, φb, φc)`, `a·b + c` rounded once to nearest even, zero where tiny before rounding,
+/// on every backend.
 #[islands]
 #[cube]
 pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
@@ -55,8 +61,8 @@ pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
 /// PTX `mul.rn.ftz.f32`: subnormal operands and results flushed to zeros of their signs.
 #[intrinsic(
     name = "flushed::mul<f32>",
-    semantics = device_defined("which results the flush takes for subnormal: tiny after IEEE rounding, before rounding, or after rounding with an unbounded exponent"),
-    summary = "φ(φa·φb) in binary32, one rounding, subnormals flushed (PTX mul.rn.ftz.f32)",
+    semantics = device_defined("which results the flush takes: tiny before rounding (the H100's), after rounding with an unbounded exponent, or after IEEE rounding"),
+    summary = "φa·φb in binary32, one rounding, subnormal operands and tiny results flushed (PTX mul.rn.ftz.f32)",
     check = crate::flushed::mul_check,
     lowerings(cuda => "mul.rn.ftz.f32" sass "FMUL.FTZ"),
 )]
@@ -80,20 +86,20 @@ pub mod ftz_mul {
         f32::reinterpret(d)
     }
 
-    /// The executing runtime's IEEE product between the flushes (the CPU runtime's keeps
-    /// subnormals): a result is flushed when it is subnormal once rounded.
+    /// The executing runtime's IEEE product of the flushed operands, a zero of its sign where
+    /// the exact product, formed in binary64, is below 2⁻¹²⁶ ([`crate::flushed::tiny`]).
     #[cube]
     pub fn emulate(a: f32, b: f32) -> f32 {
-        let p = portable::flush(a) * portable::flush(b);
-        portable::flush(p)
+        let (x, y) = (portable::flush(a), portable::flush(b));
+        crate::flushed::zero_where_tiny(x * y, crate::flushed::tiny(x, y, 0.0f32))
     }
 }
 
 /// PTX `fma.rn.ftz.f32`: subnormal operands and results flushed to zeros of their signs.
 #[intrinsic(
     name = "flushed::fma<f32>",
-    semantics = device_defined("which results the flush takes for subnormal: tiny after IEEE rounding, before rounding, or after rounding with an unbounded exponent"),
-    summary = "φ(fma(φa, φb, φc)) in binary32, one rounding, subnormals flushed (PTX fma.rn.ftz.f32)",
+    semantics = device_defined("which results the flush takes: tiny before rounding (the H100's), after rounding with an unbounded exponent, or after IEEE rounding"),
+    summary = "fma(φa, φb, φc) in binary32, one rounding, subnormal operands and tiny results flushed (PTX fma.rn.ftz.f32)",
     check = crate::flushed::fma_check,
     lowerings(cuda => "fma.rn.ftz.f32" sass "FFMA.FTZ"),
 )]
@@ -114,13 +120,37 @@ pub mod ftz_fma {
         f32::reinterpret(d)
     }
 
-    /// The executing runtime's fused multiply-add (LLVM's `llvm.fma` on the CPU runtime)
-    /// between the flushes.
+    /// The executing runtime's fused multiply-add (LLVM's `llvm.fma` on the CPU runtime) of
+    /// the flushed operands, a zero of its sign where the exact sum is below 2⁻¹²⁶
+    /// ([`crate::flushed::tiny`]).
     #[cube]
     pub fn emulate(a: f32, b: f32, c: f32) -> f32 {
-        let s = cubecl::prelude::fma(portable::flush(a), portable::flush(b), portable::flush(c));
-        portable::flush(s)
+        let (x, y, z) = (portable::flush(a), portable::flush(b), portable::flush(c));
+        crate::flushed::zero_where_tiny(cubecl::prelude::fma(x, y, z), crate::flushed::tiny(x, y, z))
     }
+}
+
+/// Whether `|a·b + c| < 2⁻¹²⁶` exactly, the emulations' tininess: the binary64 product of two
+/// binary32 values is exact, and Knuth's two-sum gives the sum as `s + t` exactly, so `s`
+/// decides unless it is `±2⁻¹²⁶`, where `t`'s sign does. (A contraction of `p + z` into a
+/// binary64 `fma` gives the same bits: `p` is exact.)
+#[cube]
+pub(crate) fn tiny(a: f32, b: f32, c: f32) -> bool {
+    let p = f64::cast_from(a) * f64::cast_from(b);
+    let z = f64::cast_from(c);
+    let s = p + z;
+    let bp = s - p;
+    let t = (p - (s - bp)) + (z - bp);
+    let min = f64::reinterpret(0x3810_0000_0000_0000u64);
+    let magnitude = f64::abs(s);
+    magnitude < min || (magnitude == min && ((t < 0.0f64 && s > 0.0f64) || (t > 0.0f64 && s < 0.0f64)))
+}
+
+/// `rounded`, or a zero of its sign where `tiny`.
+#[cube]
+pub(crate) fn zero_where_tiny(rounded: f32, tiny: bool) -> f32 {
+    let bits = u32::reinterpret(rounded);
+    f32::reinterpret(select(tiny, bits & 0x8000_0000u32, bits))
 }
 
 // The checks. Lane `i % 4 == 0` takes the proof's operands as drawn (every value group); the

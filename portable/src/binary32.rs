@@ -21,7 +21,22 @@ use cubecl::prelude::*;
 /// `a · b`, rounded to nearest even (the bits of [`crate::mul_rn`]).
 #[cube]
 pub fn mul_rn32(a: f32, b: f32) -> f32 {
-    f32::reinterpret(mul_bits(a, b, false))
+    f32::reinterpret(mul_bits(a, b, false, false))
+}
+
+/// `φa · φb` rounded to nearest even, or a zero of its sign where the exact product `φa · φb`
+/// is below 2⁻¹²⁶ in magnitude (`φ` is [`crate::flush`]): flush to zero with tininess decided
+/// before rounding, so a product just below 2⁻¹²⁶ that rounds up to it is flushed.
+#[cube]
+pub fn mul_flushed32(a: f32, b: f32) -> f32 {
+    f32::reinterpret(mul_bits(crate::flush(a), crate::flush(b), false, true))
+}
+
+/// `φa·φb + φc` rounded once to nearest even, or a zero of its sign where the exact sum is below
+/// 2⁻¹²⁶ in magnitude: [`mul_flushed32`]'s flush, tininess decided before rounding.
+#[cube]
+pub fn fma_flushed32(a: f32, b: f32, c: f32) -> f32 {
+    f32::reinterpret(fma_bits(crate::flush(a), crate::flush(b), crate::flush(c), false, true))
 }
 
 /// `a·b + c` with two roundings (the bits of [`crate::mul_add_rounded`]): the product from
@@ -34,14 +49,14 @@ pub fn mul_add_rounded32(a: f32, b: f32, c: f32) -> f32 {
 /// `a·b + c` with one rounding to nearest even (the bits of [`crate::fma_rn`]).
 #[cube]
 pub fn fma_rn32(a: f32, b: f32, c: f32) -> f32 {
-    f32::reinterpret(fma_bits(a, b, c, false))
+    f32::reinterpret(fma_bits(a, b, c, false, false))
 }
 
 /// [`fma_rn32`] with halfway cases rounded away from zero: not IEEE's rounding. It exists for
 /// the negative fixture that shows the proofs tell a wrong tie from the right one.
 #[cube]
 pub fn fma_ties_away32(a: f32, b: f32, c: f32) -> f32 {
-    f32::reinterpret(fma_bits(a, b, c, true))
+    f32::reinterpret(fma_bits(a, b, c, true, false))
 }
 
 /// The exact product of two 24-bit significands, `hi · 2^24 + lo` with `lo < 2^24`, from
@@ -55,9 +70,10 @@ fn product24(ma: u32, mb: u32) -> (u32, u32) {
     (ah * bh + (mid >> 12u32) + (low >> 24u32), low & 0xff_ffffu32)
 }
 
-/// The bits of `a · b`.
+/// The bits of `a · b`; `flush_tiny` gives a zero of its sign where the exact product is below
+/// 2⁻¹²⁶ in magnitude.
 #[cube]
-fn mul_bits(a: f32, b: f32, #[comptime] ties_away: bool) -> u32 {
+fn mul_bits(a: f32, b: f32, #[comptime] ties_away: bool, #[comptime] flush_tiny: bool) -> u32 {
     let ua = u32::reinterpret(a);
     let ub = u32::reinterpret(b);
     let sign = (ua ^ ub) & 0x8000_0000u32;
@@ -82,7 +98,7 @@ fn mul_bits(a: f32, b: f32, #[comptime] ties_away: bool) -> u32 {
         let g = (hi << (24u32 - s)) | (lo >> s);
         let sticky = (lo & ((1u32 << s) - 1u32)) != 0u32;
         let e = exponent(ea, fa) + exponent(eb, fb) - 127 + i32::cast_from(big);
-        round_to(sign, e, g, sticky, ties_away)
+        round_to(sign, e, g, sticky, ties_away, flush_tiny)
     }
 }
 
@@ -94,7 +110,7 @@ fn mul_bits(a: f32, b: f32, #[comptime] ties_away: bool) -> u32 {
 /// result keeps at least 59 bits, so its last bit lies far below the rounding position and
 /// only says "inexact, on this side".
 #[cube]
-fn fma_bits(a: f32, b: f32, c: f32, #[comptime] ties_away: bool) -> u32 {
+fn fma_bits(a: f32, b: f32, c: f32, #[comptime] ties_away: bool, #[comptime] flush_tiny: bool) -> u32 {
     let ua = u32::reinterpret(a);
     let ub = u32::reinterpret(b);
     let uc = u32::reinterpret(c);
@@ -122,7 +138,7 @@ fn fma_bits(a: f32, b: f32, c: f32, #[comptime] ties_away: bool) -> u32 {
         // c + (±0) is c; the sum of two zeros is −0 only when both are.
         select(c_zero, sp & sc, uc)
     } else if c_zero {
-        mul_bits(a, b, ties_away)
+        mul_bits(a, b, ties_away, flush_tiny)
     } else {
         let (hi, lo) = product24(significand(ea, fa), significand(eb, fb));
         // The frames' scales: X · 2^sx is the product, Y · 2^sy is c.
@@ -160,7 +176,7 @@ fn fma_bits(a: f32, b: f32, c: f32, #[comptime] ties_away: bool) -> u32 {
             let (_, low) = shift_right(rh, rl, k.max(1u32));
             let g = select(k == 0u32, rl << (24u32 - top.min(24u32)), low);
             let sticky = k > 0u32 && low_bits_set(rh, rl, k.max(1u32));
-            round_to(sign, scale + i32::cast_from(top) + 127, g, sticky, ties_away)
+            round_to(sign, scale + i32::cast_from(top) + 127, g, sticky, ties_away, flush_tiny)
         }
     }
 }
@@ -210,9 +226,10 @@ fn shift_right_jam(h: u32, l: u32, d: u32) -> (u32, u32) {
 /// Rounds and packs a result: `g` holds 24 significand bits and a guard bit below them, `sticky`
 /// whether anything non-zero lies below the guard, `e` the biased exponent. Underflow shifts into
 /// a subnormal (collecting sticky bits), overflow gives infinity. A halfway case rounds to even,
-/// or away from zero for the negative fixture (`ties_away`).
+/// or away from zero for the negative fixture (`ties_away`). With `flush_tiny`, a result whose
+/// exact value is below 2⁻¹²⁶ (`e < 1`, before rounding) is a zero of its sign.
 #[cube]
-fn round_to(sign: u32, e: i32, g: u32, sticky: bool, #[comptime] ties_away: bool) -> u32 {
+fn round_to(sign: u32, e: i32, g: u32, sticky: bool, #[comptime] ties_away: bool, #[comptime] flush_tiny: bool) -> u32 {
     let mut g = g;
     let mut sticky = sticky;
     let mut field = e;
@@ -239,6 +256,11 @@ fn round_to(sign: u32, e: i32, g: u32, sticky: bool, #[comptime] ties_away: bool
     }
     if field >= 255 {
         bits = 0x7f80_0000u32;
+    }
+    if comptime!(flush_tiny) {
+        if e < 1 {
+            bits = 0u32;
+        }
     }
     sign | bits
 }

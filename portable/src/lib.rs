@@ -16,9 +16,9 @@ mod binary32;
 mod fields;
 mod fused_bf16;
 mod subnormals;
-pub use binary32::{fma_rn32, fma_ties_away32, mul_add_rounded32, mul_rn32};
+pub use binary32::{fma_flushed32, fma_rn32, fma_ties_away32, mul_add_rounded32, mul_flushed32, mul_rn32};
 pub use fused_bf16::fused_step_bf16;
-pub use subnormals::{flush, flush_host};
+pub use subnormals::{flush, flush_host, fma_flushed_host, mul_flushed_host};
 
 /// Units a cube may have at most: the length of the shared scratch of the group helpers.
 const CUBE_UNITS: usize = 1024;

@@ -22,9 +22,62 @@ pub fn flush_host(v: f32) -> f32 {
     if v.to_bits() & 0x7f80_0000 == 0 { f32::from_bits(v.to_bits() & 0x8000_0000) } else { v }
 }
 
+/// `φa · φb` rounded to nearest even, a zero of its sign where the exact product is below
+/// 2⁻¹²⁶ in magnitude: [`crate::mul_flushed32`] in plain Rust, for references.
+pub fn mul_flushed_host(a: f32, b: f32) -> f32 {
+    let (a, b) = (flush_host(a), flush_host(b));
+    flushed_result(a * b, below_smallest_normal(a, b, 0.0))
+}
+
+/// `φa·φb + φc` rounded once, a zero of its sign where the exact sum is below 2⁻¹²⁶ in
+/// magnitude: [`crate::fma_flushed32`] in plain Rust, for references.
+pub fn fma_flushed_host(a: f32, b: f32, c: f32) -> f32 {
+    let (a, b, c) = (flush_host(a), flush_host(b), flush_host(c));
+    flushed_result(a.mul_add(b, c), below_smallest_normal(a, b, c))
+}
+
+fn flushed_result(rounded: f32, tiny: bool) -> f32 {
+    if tiny { f32::from_bits(rounded.to_bits() & 0x8000_0000) } else { rounded }
+}
+
+/// Whether `|a·b + c| < 2⁻¹²⁶` exactly: the binary64 product is exact, and Knuth's two-sum
+/// gives the sum as `s + t` exactly, so `s` decides unless it is `±2⁻¹²⁶`, where `t`'s sign does.
+fn below_smallest_normal(a: f32, b: f32, c: f32) -> bool {
+    let (p, c) = (a as f64 * b as f64, c as f64);
+    let s = p + c;
+    let bp = s - p;
+    let t = (p - (s - bp)) + (c - bp);
+    let min = f32::MIN_POSITIVE as f64;
+    s.abs() < min || (s.abs() == min && t != 0.0 && (t < 0.0) != (s < 0.0))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::flush_host;
+    use super::{flush_host, fma_flushed_host, mul_flushed_host};
+
+    /// The cases where the flush decided before rounding differs from one decided after: a
+    /// product just below 2⁻¹²⁶ that rounds up to it, the tie `2⁻¹²⁶ − 2⁻¹⁵⁰`, and a fused sum
+    /// a residue below 2⁻¹²⁶ whose product alone is far above it.
+    #[test]
+    fn flushes_what_is_tiny_before_rounding() {
+        let min = f32::MIN_POSITIVE;
+        let (x, y) = (f32::from_bits(0x0080_0001), f32::from_bits(0x3f7f_fffe)); // 2⁻¹²⁶(1 + 2⁻²³), 1 − 2⁻²³
+        assert_eq!((x * y).to_bits(), min.to_bits(), "IEEE rounds it up to 2⁻¹²⁶");
+        assert_eq!(mul_flushed_host(x, y).to_bits(), 0);
+        assert_eq!(mul_flushed_host(-x, y).to_bits(), 0x8000_0000);
+        assert_eq!(mul_flushed_host(f32::from_bits(0x00ff_ffff), 0.5).to_bits(), 0, "the tie");
+        assert_eq!(mul_flushed_host(min, 1.0), min);
+        assert_eq!(mul_flushed_host(f32::from_bits(0x0080_0001), 1.0 - f32::EPSILON / 2.0).to_bits(), 0x0080_0000);
+        assert_eq!(mul_flushed_host(f32::from_bits(1), 1e30).to_bits(), 0, "a subnormal operand is zero");
+        assert!(mul_flushed_host(f32::NAN, 1.0).is_nan());
+        // 2⁻¹²⁴(1 + 2⁻²³)(1 − 2⁻²³) − 3·2⁻¹²⁶ = 2⁻¹²⁶ − 2⁻¹⁴⁸·2⁻²³: rounds to 2⁻¹²⁶, flushed.
+        let (a, c) = (f32::from_bits(0x0180_0001), -f32::from_bits(0x0140_0000));
+        assert_eq!(a.mul_add(y, c).to_bits(), min.to_bits());
+        assert_eq!(fma_flushed_host(a, y, c).to_bits(), 0);
+        assert_eq!(fma_flushed_host(-a, y, -c).to_bits(), 0x8000_0000);
+        assert_eq!(fma_flushed_host(2.0, 3.0, -6.0).to_bits(), 0, "an exact zero is +0");
+        assert_eq!(fma_flushed_host(min, 2.0, -min), min);
+    }
 
     #[test]
     fn flushes_subnormals_only() {

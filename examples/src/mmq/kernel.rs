@@ -184,34 +184,26 @@ fn scale(w: Scales, i: u32) -> f32 {
     w.extract_dynamic(i as usize)
 }
 
-/// `acc` plus one block's `dw · dx · sum`, as the definition orders it (`super`'s doc): every
-/// scale, the scale product and the sum flushed where subnormal ([`portable::flush`]), so a
-/// device that flushes subnormal operands and results computes the same bits as one that keeps
-/// them. `sum` is an integer below 2²² in magnitude, never subnormal. The arm computes it with
-/// two flushing instructions ([`flushed`]: `mul.rn.ftz.f32`, `fma.rn.ftz.f32` on CUDA), whose
-/// flushes of operands and results are the definition's: `sum` is never subnormal and `acc` is
-/// the flushed result of the block before, so `φ(fma(d, sum, acc))` is `fma.ftz(d, sum, acc)`.
-/// `default` writes each flush out and rounds its `fma` by [`portable::fma_rn32`] (32-bit integer
-/// operations, which no driver's float optimizations can rewrite: the binary64 formulation gave
-/// other bits on lavapipe inside this kernel, `super`'s doc).
+/// `acc` plus one block's `dw · dx · sum`, as the definition orders it (`super`'s doc): the
+/// flushing product of the scales, then the flushing `fma` of it with the sum and `acc`
+/// ([`flushed`]). `sum` is an integer below 2²² in magnitude, never subnormal. The arm is two
+/// instructions on CUDA (`mul.rn.ftz.f32`, `fma.rn.ftz.f32`); `default` is
+/// [`flushed::mul_defined`] and [`flushed::fma_defined`], 32-bit integer operations which no
+/// driver's float optimizations can rewrite (the binary64 formulation gave other bits on
+/// lavapipe inside this kernel, `super`'s doc).
 #[cube]
 fn scale_block(dw: f32, dx: f32, sum: f32, acc: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
     if comptime!(arm) {
         flushed::ftz_fma::call(flushed::ftz_mul::call(dw, dx, target), sum, acc, target)
     } else {
-        let d = portable::flush(portable::flush(dw) * portable::flush(dx));
-        portable::flush(portable::fma_rn32(d, sum, acc))
+        flushed::fma_defined(flushed::mul_defined(dw, dx), sum, acc)
     }
 }
 
-/// `acc` plus a Q4_1 block's minimum term `mw · sx`, flushed as [`scale_block`] is.
+/// `acc` plus a Q4_1 block's minimum term `mw · sx`, one flushing `fma` as in [`scale_block`].
 #[cube]
 fn add_minimum(mw: f32, sx: f32, acc: f32, #[comptime] target: Target, #[comptime] arm: bool) -> f32 {
-    if comptime!(arm) {
-        flushed::ftz_fma::call(mw, sx, acc, target)
-    } else {
-        portable::flush(portable::fma_rn32(portable::flush(mw), portable::flush(sx), acc))
-    }
+    if comptime!(arm) { flushed::ftz_fma::call(mw, sx, acc, target) } else { flushed::fma_defined(mw, sx, acc) }
 }
 
 /// The Q4_1 fragment of block `ks` from the packed tile `raw` (registers: rows g and g + 8 of

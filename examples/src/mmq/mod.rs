@@ -11,19 +11,23 @@
 //!   defined order:
 //!
 //!   ```text
-//!   acc = φ(fma(φ(φ(dw) · φ(dx)), f32(Σ qw·qx), acc))   Q8_0 and Q4_1
-//!   acc = φ(fma(φ(mw), φ(sx), acc))                     Q4_1 only (its per-block minimum)
+//!   acc = fma♭(mul♭(dw, dx), f32(Σ qw·qx), acc)   Q8_0 and Q4_1
+//!   acc = fma♭(mw, sx, acc)                        Q4_1 only (its per-block minimum)
 //!   ```
 //!
-//!   block after block in `k` order from `acc = +0.0`, each `fma` rounded once
-//!   ([`island_intrinsics::exact::fma`]), `φ` a subnormal flushed to a zero of its sign
-//!   ([`island_intrinsics::portable::flush`]): a device that flushes subnormal operands and
-//!   results (NVIDIA's Vulkan driver) computes the definition itself, and every other device
-//!   computes it with the flushes written out. `default` rounds its `fma` by 32-bit integer
-//!   operations ([`island_intrinsics::portable::fma_rn32`]): with the binary64 formulation
-//!   ([`island_intrinsics::portable::fma_rn`]) lavapipe's `default` differed from the CPU's by
-//!   one ulp in 14 of 327,680 outputs (2026-12-05, seed 0x151a4d5eed), with the integer one in
-//!   none. The quant type is a comptime parameter of one kernel.
+//!   block after block in `k` order from `acc = +0.0`, `mul♭` and `fma♭` the flushing product
+//!   and fused multiply-add of [`island_intrinsics::flushed`]: subnormal operands read as zeros
+//!   of their signs, one rounding to nearest even, a result whose exact value is below 2⁻¹²⁶ a
+//!   zero of its sign. A device that flushes subnormals (NVIDIA's Vulkan driver, CUDA's `.ftz`
+//!   instructions) computes the definition itself, and every other device computes it with the
+//!   flushes written out. `default` computes both in 32-bit integer operations
+//!   ([`island_intrinsics::portable::mul_flushed32`], [`island_intrinsics::portable::fma_flushed32`]):
+//!   with the binary64 formulation of the `fma` ([`island_intrinsics::portable::fma_rn`])
+//!   lavapipe's `default` differed from the CPU's by one ulp in 14 of 327,680 outputs
+//!   (2026-12-05, seed 0x151a4d5eed), with the integer one in none. Until 2026-12-07 the
+//!   definition flushed a result once rounded (IEEE's tininess); the H100's flushing
+//!   instructions decide before rounding, so the definition does too.
+//!   The quant type is a comptime parameter of one kernel.
 //!
 //! Weights are imported from GGUF blocks once ([`MmqWeights::from_gguf`]): the quants stay as
 //! they are (Q4_1 keeps its packed nibbles), the scales are converted to f32 and reordered

@@ -4,7 +4,7 @@
 use super::quant::{BLOCK, Quant};
 use super::weights::{MmqWeights, scale_index};
 use crate::q8_matvec::quantize_block;
-use island_intrinsics::portable::flush_host;
+use island_intrinsics::portable::{fma_flushed_host, mul_flushed_host};
 
 /// One activation column quantized to Q8_1: quants, and per block `d` and `s = d·Σq`.
 pub struct Q8_1Column {
@@ -48,10 +48,10 @@ pub fn reference(w: &MmqWeights, x: &[f32], n: usize) -> Vec<f32> {
                         for b in 0..blocks {
                             let sumi: i32 =
                                 (0..BLOCK).map(|t| wq[i * k + b * BLOCK + t] * xc.q[b * BLOCK + t] as i32).sum();
-                            let d = flush_host(flush_host(at(&w.scales, i, b)) * flush_host(xc.d[b]));
-                            acc = flush_host(d.mul_add(sumi as f32, acc));
+                            let d = mul_flushed_host(at(&w.scales, i, b), xc.d[b]);
+                            acc = fma_flushed_host(d, sumi as f32, acc);
                             if w.quant == Quant::Q4_1 {
-                                acc = flush_host(flush_host(at(&w.mins, i, b)).mul_add(flush_host(xc.s[b]), acc));
+                                acc = fma_flushed_host(at(&w.mins, i, b), xc.s[b], acc);
                             }
                         }
                         *yi = acc;
