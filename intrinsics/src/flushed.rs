@@ -1,20 +1,23 @@
 //! Float arithmetic that flushes subnormals: `φa · φb` and `fma(φa, φb, φc)`, each rounded once
-//! to nearest even, a result a zero of its sign where its exact value is below 2⁻¹²⁶ in
-//! magnitude (tininess decided before rounding), `φ` a subnormal flushed to a zero of its sign
-//! ([`portable::flush`]). Where a definition flushes, as the MMQ's does so that a device that
-//! flushes computes it itself, these are one instruction each on CUDA (`mul.rn.ftz.f32`,
-//! `fma.rn.ftz.f32`) against the three integer operations of every written-out `φ`.
+//! to nearest even, a tiny result a zero of its sign, `φ` a subnormal flushed to a zero of its
+//! sign ([`portable::flush`]); a result is tiny where, rounded to 24 bits with an unbounded
+//! exponent, it is below 2⁻¹²⁶ in magnitude. Where a definition flushes, as the MMQ's does so
+//! that a device that flushes computes it itself, these are one instruction each on CUDA
+//! (`mul.rn.ftz.f32`, `fma.rn.ftz.f32`) against the three integer operations of every
+//! written-out `φ`.
 //!
 //! Which results a hardware flush takes is the device's: a result may be tiny before rounding,
 //! after rounding to 24 bits with an unbounded exponent, or once rounded as IEEE 754 rounds
-//! with gradual underflow; the three differ within an ulp below 2⁻¹²⁶. The H100's
-//! `mul.rn.ftz.f32` and `fma.rn.ftz.f32` decide before rounding: a product exactly
-//! `2⁻¹²⁶ − 2⁻¹⁵⁰`, which IEEE rounds up to 2⁻¹²⁶, came back as zero (`islands conform --runtime
-//! cuda flushed`, 2026-12-07, `docs/results/h100/2026-12-07-f/`). Each intrinsic is
-//! `device_defined`, and its check builds, in three lanes of four, operands whose exact results
-//! lie on both sides of 2⁻¹²⁶ within a few of its ulps, rounding ties among them, where the three
-//! rules give different bits: a device runs the native lowering only where conformance showed
-//! it equal to the emulation there.
+//! with gradual underflow; the three differ within an ulp below 2⁻¹²⁶. On the H100 (driver
+//! 580.159.04, 2026-12-07) `mul.rn.ftz.f32` and `fma.rn.ftz.f32` flushed `2⁻¹²⁶ − 2⁻¹⁵⁰`, which
+//! IEEE rounds up to 2⁻¹²⁶ (a tie), and kept 2⁻¹²⁶ for products a residue below it: of 2²⁵
+//! products and sums built near 2⁻¹²⁶, 1,200 and 2,896 came back unlike the other two rules
+//! (`docs/results/h100/2026-12-07-f/ftz-rules.txt`). Each intrinsic is `device_defined`, and its
+//! check builds, in three lanes of four, operands whose exact results lie on both sides of
+//! 2⁻¹²⁶ within a few of its ulps, rounding ties among them, where the three rules give
+//! different bits: a device runs the native lowering only where conformance showed it equal to
+//! the emulation there. (No window holds the midpoint `2⁻¹²⁶ − 2⁻¹⁵¹` itself; the definition
+//! rounds it to even, up to 2⁻¹²⁶.)
 
 use cubecl::prelude::*;
 use island_portable as portable;
@@ -35,7 +38,7 @@ pub fn fma_defined(a: f32, b: f32, c: f32) -> f32 {
     portable::fma_flushed32(a, b, c)
 }
 
-/// `φa · φb` rounded once to nearest even, zero where tiny before rounding, on every backend.
+/// `φa · φb` rounded once to nearest even, a tiny result zero, on every backend.
 #[islands]
 #[cube]
 pub fn mul(a: f32, b: f32, #[comptime] target: Target) -> f32 {
@@ -46,8 +49,8 @@ pub fn mul(a: f32, b: f32, #[comptime] target: Target) -> f32 {
     }
 }
 
-/// `fma(φa, φb, φc)`, `a·b + c` rounded once to nearest even, zero where tiny before rounding,
-/// on every backend.
+/// `fma(φa, φb, φc)`, `a·b + c` rounded once to nearest even, a tiny result zero, on every
+/// backend.
 #[islands]
 #[cube]
 pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
@@ -61,7 +64,7 @@ pub fn fma(a: f32, b: f32, c: f32, #[comptime] target: Target) -> f32 {
 /// PTX `mul.rn.ftz.f32`: subnormal operands and results flushed to zeros of their signs.
 #[intrinsic(
     name = "flushed::mul<f32>",
-    semantics = device_defined("which results the flush takes: tiny before rounding (the H100's), after rounding with an unbounded exponent, or after IEEE rounding"),
+    semantics = device_defined("which results the flush takes: tiny after rounding with an unbounded exponent (the H100's), before rounding, or after IEEE rounding"),
     summary = "φa·φb in binary32, one rounding, subnormal operands and tiny results flushed (PTX mul.rn.ftz.f32)",
     check = crate::flushed::mul_check,
     lowerings(cuda => "mul.rn.ftz.f32" sass "FMUL.FTZ"),
@@ -87,7 +90,7 @@ pub mod ftz_mul {
     }
 
     /// The executing runtime's IEEE product of the flushed operands, a zero of its sign where
-    /// the exact product, formed in binary64, is below 2⁻¹²⁶ ([`crate::flushed::tiny`]).
+    /// the product, formed in binary64, is tiny ([`crate::flushed::tiny`]).
     #[cube]
     pub fn emulate(a: f32, b: f32) -> f32 {
         let (x, y) = (portable::flush(a), portable::flush(b));
@@ -98,7 +101,7 @@ pub mod ftz_mul {
 /// PTX `fma.rn.ftz.f32`: subnormal operands and results flushed to zeros of their signs.
 #[intrinsic(
     name = "flushed::fma<f32>",
-    semantics = device_defined("which results the flush takes: tiny before rounding (the H100's), after rounding with an unbounded exponent, or after IEEE rounding"),
+    semantics = device_defined("which results the flush takes: tiny after rounding with an unbounded exponent (the H100's), before rounding, or after IEEE rounding"),
     summary = "fma(φa, φb, φc) in binary32, one rounding, subnormal operands and tiny results flushed (PTX fma.rn.ftz.f32)",
     check = crate::flushed::fma_check,
     lowerings(cuda => "fma.rn.ftz.f32" sass "FFMA.FTZ"),
@@ -121,8 +124,7 @@ pub mod ftz_fma {
     }
 
     /// The executing runtime's fused multiply-add (LLVM's `llvm.fma` on the CPU runtime) of
-    /// the flushed operands, a zero of its sign where the exact sum is below 2⁻¹²⁶
-    /// ([`crate::flushed::tiny`]).
+    /// the flushed operands, a zero of its sign where the sum is tiny ([`crate::flushed::tiny`]).
     #[cube]
     pub fn emulate(a: f32, b: f32, c: f32) -> f32 {
         let (x, y, z) = (portable::flush(a), portable::flush(b), portable::flush(c));
@@ -130,10 +132,11 @@ pub mod ftz_fma {
     }
 }
 
-/// Whether `|a·b + c| < 2⁻¹²⁶` exactly, the emulations' tininess: the binary64 product of two
-/// binary32 values is exact, and Knuth's two-sum gives the sum as `s + t` exactly, so `s`
-/// decides unless it is `±2⁻¹²⁶`, where `t`'s sign does. (A contraction of `p + z` into a
-/// binary64 `fma` gives the same bits: `p` is exact.)
+/// Whether `a·b + c` is tiny, the emulations' rule: below `2⁻¹²⁶ − 2⁻¹⁵¹` exactly, the midpoint
+/// below 2⁻¹²⁶ (which rounds to even, up). The binary64 product of two binary32 values is
+/// exact, and Knuth's two-sum gives the sum as `s + t` exactly, so `s` decides unless it is the
+/// midpoint, where `t`'s sign does. (A contraction of `p + z` into a binary64 `fma` gives the
+/// same bits: `p` is exact.)
 #[cube]
 pub(crate) fn tiny(a: f32, b: f32, c: f32) -> bool {
     let p = f64::cast_from(a) * f64::cast_from(b);
@@ -141,9 +144,9 @@ pub(crate) fn tiny(a: f32, b: f32, c: f32) -> bool {
     let s = p + z;
     let bp = s - p;
     let t = (p - (s - bp)) + (z - bp);
-    let min = f64::reinterpret(0x3810_0000_0000_0000u64);
+    let midpoint = f64::reinterpret(0x380f_ffff_f000_0000u64);
     let magnitude = f64::abs(s);
-    magnitude < min || (magnitude == min && ((t < 0.0f64 && s > 0.0f64) || (t > 0.0f64 && s < 0.0f64)))
+    magnitude < midpoint || (magnitude == midpoint && ((t < 0.0f64 && s > 0.0f64) || (t > 0.0f64 && s < 0.0f64)))
 }
 
 /// `rounded`, or a zero of its sign where `tiny`.

@@ -24,16 +24,17 @@ pub fn mul_rn32(a: f32, b: f32) -> f32 {
     f32::reinterpret(mul_bits(a, b, false, false))
 }
 
-/// `φa · φb` rounded to nearest even, or a zero of its sign where the exact product `φa · φb`
-/// is below 2⁻¹²⁶ in magnitude (`φ` is [`crate::flush`]): flush to zero with tininess decided
-/// before rounding, so a product just below 2⁻¹²⁶ that rounds up to it is flushed.
+/// `φa · φb` rounded to nearest even, or a zero of its sign where the product is tiny (`φ` is
+/// [`crate::flush`]): where, rounded to 24 bits with an unbounded exponent, it is below 2⁻¹²⁶ in
+/// magnitude. So `2⁻¹²⁶ − 2⁻¹⁵⁰`, which IEEE's gradual underflow rounds up to 2⁻¹²⁶ (a tie), is
+/// flushed, and a product a residue below 2⁻¹²⁶ that rounds up to it is kept.
 #[cube]
 pub fn mul_flushed32(a: f32, b: f32) -> f32 {
     f32::reinterpret(mul_bits(crate::flush(a), crate::flush(b), false, true))
 }
 
-/// `φa·φb + φc` rounded once to nearest even, or a zero of its sign where the exact sum is below
-/// 2⁻¹²⁶ in magnitude: [`mul_flushed32`]'s flush, tininess decided before rounding.
+/// `φa·φb + φc` rounded once to nearest even, or a zero of its sign where the sum is tiny:
+/// [`mul_flushed32`]'s flush.
 #[cube]
 pub fn fma_flushed32(a: f32, b: f32, c: f32) -> f32 {
     f32::reinterpret(fma_bits(crate::flush(a), crate::flush(b), crate::flush(c), false, true))
@@ -70,8 +71,8 @@ fn product24(ma: u32, mb: u32) -> (u32, u32) {
     (ah * bh + (mid >> 12u32) + (low >> 24u32), low & 0xff_ffffu32)
 }
 
-/// The bits of `a · b`; `flush_tiny` gives a zero of its sign where the exact product is below
-/// 2⁻¹²⁶ in magnitude.
+/// The bits of `a · b`; `flush_tiny` gives a zero of its sign where the product is tiny
+/// ([`round_to`]).
 #[cube]
 fn mul_bits(a: f32, b: f32, #[comptime] ties_away: bool, #[comptime] flush_tiny: bool) -> u32 {
     let ua = u32::reinterpret(a);
@@ -226,10 +227,14 @@ fn shift_right_jam(h: u32, l: u32, d: u32) -> (u32, u32) {
 /// Rounds and packs a result: `g` holds 24 significand bits and a guard bit below them, `sticky`
 /// whether anything non-zero lies below the guard, `e` the biased exponent. Underflow shifts into
 /// a subnormal (collecting sticky bits), overflow gives infinity. A halfway case rounds to even,
-/// or away from zero for the negative fixture (`ties_away`). With `flush_tiny`, a result whose
-/// exact value is below 2⁻¹²⁶ (`e < 1`, before rounding) is a zero of its sign.
+/// or away from zero for the negative fixture (`ties_away`). With `flush_tiny`, a tiny result is
+/// a zero of its sign: one below 2⁻¹²⁶ once rounded to 24 bits with an unbounded exponent, i.e.
+/// below 2⁻¹²⁷ before rounding (`e < 0`), or in `[2⁻¹²⁷, 2⁻¹²⁶)` (`e == 0`) unless its rounding
+/// carries into 2⁻¹²⁶.
 #[cube]
 fn round_to(sign: u32, e: i32, g: u32, sticky: bool, #[comptime] ties_away: bool, #[comptime] flush_tiny: bool) -> u32 {
+    let unbounded_up = (g & 1u32) == 1u32 && (sticky || ((g >> 1u32) & 1u32) == 1u32);
+    let tiny = e < 0 || (e == 0 && !((g >> 1u32) == 0xff_ffffu32 && unbounded_up));
     let mut g = g;
     let mut sticky = sticky;
     let mut field = e;
@@ -258,7 +263,7 @@ fn round_to(sign: u32, e: i32, g: u32, sticky: bool, #[comptime] ties_away: bool
         bits = 0x7f80_0000u32;
     }
     if comptime!(flush_tiny) {
-        if e < 1 {
+        if tiny {
             bits = 0u32;
         }
     }

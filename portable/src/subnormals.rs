@@ -22,59 +22,66 @@ pub fn flush_host(v: f32) -> f32 {
     if v.to_bits() & 0x7f80_0000 == 0 { f32::from_bits(v.to_bits() & 0x8000_0000) } else { v }
 }
 
-/// `φa · φb` rounded to nearest even, a zero of its sign where the exact product is below
-/// 2⁻¹²⁶ in magnitude: [`crate::mul_flushed32`] in plain Rust, for references.
+/// `φa · φb` rounded to nearest even, a zero of its sign where the product is tiny (below 2⁻¹²⁶
+/// once rounded to 24 bits with an unbounded exponent): [`crate::mul_flushed32`] in plain Rust,
+/// for references.
 pub fn mul_flushed_host(a: f32, b: f32) -> f32 {
     let (a, b) = (flush_host(a), flush_host(b));
-    flushed_result(a * b, below_smallest_normal(a, b, 0.0))
+    flushed_result(a * b, tiny(a, b, 0.0))
 }
 
-/// `φa·φb + φc` rounded once, a zero of its sign where the exact sum is below 2⁻¹²⁶ in
-/// magnitude: [`crate::fma_flushed32`] in plain Rust, for references.
+/// `φa·φb + φc` rounded once, a zero of its sign where the sum is tiny: [`crate::fma_flushed32`]
+/// in plain Rust, for references.
 pub fn fma_flushed_host(a: f32, b: f32, c: f32) -> f32 {
     let (a, b, c) = (flush_host(a), flush_host(b), flush_host(c));
-    flushed_result(a.mul_add(b, c), below_smallest_normal(a, b, c))
+    flushed_result(a.mul_add(b, c), tiny(a, b, c))
 }
 
 fn flushed_result(rounded: f32, tiny: bool) -> f32 {
     if tiny { f32::from_bits(rounded.to_bits() & 0x8000_0000) } else { rounded }
 }
 
-/// Whether `|a·b + c| < 2⁻¹²⁶` exactly: the binary64 product is exact, and Knuth's two-sum
-/// gives the sum as `s + t` exactly, so `s` decides unless it is `±2⁻¹²⁶`, where `t`'s sign does.
-fn below_smallest_normal(a: f32, b: f32, c: f32) -> bool {
+/// Whether `a·b + c` is tiny: below 2⁻¹²⁶ once rounded to 24 bits with an unbounded exponent,
+/// i.e. below `2⁻¹²⁶ − 2⁻¹⁵¹` exactly (the midpoint rounds to even, up to 2⁻¹²⁶). The binary64
+/// product is exact, and Knuth's two-sum gives the sum as `s + t` exactly, so `s` decides
+/// unless it is the midpoint, where `t`'s sign does.
+fn tiny(a: f32, b: f32, c: f32) -> bool {
     let (p, c) = (a as f64 * b as f64, c as f64);
     let s = p + c;
     let bp = s - p;
     let t = (p - (s - bp)) + (c - bp);
-    let min = f32::MIN_POSITIVE as f64;
-    s.abs() < min || (s.abs() == min && t != 0.0 && (t < 0.0) != (s < 0.0))
+    let midpoint = f64::from_bits(0x380f_ffff_f000_0000);
+    s.abs() < midpoint || (s.abs() == midpoint && t != 0.0 && (t < 0.0) != (s < 0.0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::{flush_host, fma_flushed_host, mul_flushed_host};
 
-    /// The cases where the flush decided before rounding differs from one decided after: a
-    /// product just below 2⁻¹²⁶ that rounds up to it, the tie `2⁻¹²⁶ − 2⁻¹⁵⁰`, and a fused sum
-    /// a residue below 2⁻¹²⁶ whose product alone is far above it.
+    /// The cases where the three tininess rules differ: a product just below 2⁻¹²⁶ that rounds
+    /// up to it (kept), `2⁻¹²⁶ − 2⁻¹⁵⁰`, IEEE's tie (flushed), the midpoint `2⁻¹²⁶ − 2⁻¹⁵¹`
+    /// (kept: it rounds to even, up), and a fused sum a residue below 2⁻¹²⁶.
     #[test]
-    fn flushes_what_is_tiny_before_rounding() {
+    fn flushes_what_rounds_below_the_smallest_normal() {
         let min = f32::MIN_POSITIVE;
         let (x, y) = (f32::from_bits(0x0080_0001), f32::from_bits(0x3f7f_fffe)); // 2⁻¹²⁶(1 + 2⁻²³), 1 − 2⁻²³
-        assert_eq!((x * y).to_bits(), min.to_bits(), "IEEE rounds it up to 2⁻¹²⁶");
-        assert_eq!(mul_flushed_host(x, y).to_bits(), 0);
-        assert_eq!(mul_flushed_host(-x, y).to_bits(), 0x8000_0000);
-        assert_eq!(mul_flushed_host(f32::from_bits(0x00ff_ffff), 0.5).to_bits(), 0, "the tie");
-        assert_eq!(mul_flushed_host(min, 1.0), min);
-        assert_eq!(mul_flushed_host(f32::from_bits(0x0080_0001), 1.0 - f32::EPSILON / 2.0).to_bits(), 0x0080_0000);
+        assert_eq!((x * y).to_bits(), min.to_bits());
+        assert_eq!(mul_flushed_host(x, y).to_bits(), min.to_bits(), "a residue below 2⁻¹²⁶ is kept");
+        assert_eq!(mul_flushed_host(f32::from_bits(0x00ff_ffff), 0.5).to_bits(), 0, "IEEE's tie");
+        assert_eq!(mul_flushed_host(-f32::from_bits(0x00ff_ffff), 0.5).to_bits(), 0x8000_0000);
+        // 1801·2¹³·2⁻¹⁴⁸ (normal) · 18631·2⁹·2⁻²⁵ = (2²⁵ − 1)·2⁻¹⁵¹, the midpoint.
+        let (m, n) = (1801.0f32 * 8192.0 * 2f32.powi(-100) * 2f32.powi(-48), 18631.0f32 * 512.0 * 2f32.powi(-25));
+        assert!(m.is_normal());
+        assert_eq!((m as f64 * n as f64), f64::from_bits(0x380f_ffff_f000_0000));
+        assert_eq!(mul_flushed_host(m, n), min, "the midpoint rounds up");
+        assert_eq!(mul_flushed_host(f32::from_bits(0x00ff_fffe), 0.5).to_bits(), 0);
         assert_eq!(mul_flushed_host(f32::from_bits(1), 1e30).to_bits(), 0, "a subnormal operand is zero");
         assert!(mul_flushed_host(f32::NAN, 1.0).is_nan());
-        // 2⁻¹²⁴(1 + 2⁻²³)(1 − 2⁻²³) − 3·2⁻¹²⁶ = 2⁻¹²⁶ − 2⁻¹⁴⁸·2⁻²³: rounds to 2⁻¹²⁶, flushed.
+        // 2⁻¹²⁴(1 + 2⁻²³)(1 − 2⁻²³) − 3·2⁻¹²⁶ = 2⁻¹²⁶ − 2⁻¹⁷¹: kept; minus 2⁻¹⁴⁹ more: flushed.
         let (a, c) = (f32::from_bits(0x0180_0001), -f32::from_bits(0x0140_0000));
-        assert_eq!(a.mul_add(y, c).to_bits(), min.to_bits());
-        assert_eq!(fma_flushed_host(a, y, c).to_bits(), 0);
-        assert_eq!(fma_flushed_host(-a, y, -c).to_bits(), 0x8000_0000);
+        assert_eq!(fma_flushed_host(a, y, c).to_bits(), min.to_bits());
+        let below = f32::from_bits(0x0180_0000);
+        assert_eq!(fma_flushed_host(below, f32::from_bits(0x3f7f_ffff), -f32::from_bits(0x0140_0000)).to_bits(), 0);
         assert_eq!(fma_flushed_host(2.0, 3.0, -6.0).to_bits(), 0, "an exact zero is +0");
         assert_eq!(fma_flushed_host(min, 2.0, -min), min);
     }

@@ -38,8 +38,17 @@ pub fn trials() -> Vec<Trial> {
             let ignored = !proofs::runs_engine_kernels(r);
             // Every runtime built in, WGSL included: about 100 s on lavapipe since naga is
             // optimised in dev builds (the workspace's Cargo.toml).
-            let name = format!("examples::llm::{}_logits_equal_the_cpu_runtime", r.as_str());
-            trials.push(Trial::test(name, move || device_equals_cpu(r)).with_kind(proofs::MODEL));
+            // Fused and unfused apart, so that the two run beside each other (through WGSL the
+            // pair took 269 s as one trial, most of it naga's and lavapipe's compilers, one
+            // thread each; 2-core x86-64, 2026-12-07).
+            for fuse in [true, false] {
+                let name = format!(
+                    "examples::llm::{}_{}logits_equal_the_cpu_runtime",
+                    r.as_str(),
+                    if fuse { "" } else { "unfused_" }
+                );
+                trials.push(Trial::test(name, move || device_equals_cpu(r, fuse)).with_kind(proofs::MODEL));
+            }
             let name = format!("examples::llm::{}_prompt_batches_give_every_token_the_reference_logits", r.as_str());
             trials.push(
                 Trial::test(name, move || batches_equal_reference(r))
@@ -107,10 +116,10 @@ fn agree(what: &str, a: &generate::Generation, b: &generate::Generation) -> Resu
 fn cpu_equals_reference() -> Result<(), Failed> {
     let model = model()?;
     let prompt = prompt(model)?;
-    let ours = run_on(RuntimeName::Cpu, model, &prompt)?;
+    let ours = cpu_generation()?;
     let theirs = generate::generate(&mut Reference::new(model, CONTEXT), &prompt, STEPS, None, |_, _| {})?;
-    agree("the CPU runtime against the reference", &ours, &theirs)?;
-    golden(&ours)?;
+    agree("the CPU runtime against the reference", ours, &theirs)?;
+    golden(ours)?;
     stopped_early(model, &prompt, &theirs)?;
     // Each op and its quantizer as two kernels: the same bits.
     let unfused = run_with(RuntimeName::Cpu, model, &prompt, false)?;
@@ -251,14 +260,27 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-fn device_equals_cpu(r: RuntimeName) -> Result<(), Failed> {
+/// The CPU runtime's run of the trials' prompt (fused), once for all the trials that compare
+/// with it: they run beside each other, and the first to ask computes it.
+fn cpu_generation() -> Result<&'static generate::Generation, Failed> {
+    static RUN: OnceLock<Result<generate::Generation, Failed>> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let model = model()?;
+        run_on(RuntimeName::Cpu, model, &prompt(model)?)
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// The device's run of the trials' prompt, fused or not, against the CPU runtime's (fused). The
+/// device runs first, so that the CPU's, which a trial beside computes, is ready by the time it
+/// is compared.
+fn device_equals_cpu(r: RuntimeName, fuse: bool) -> Result<(), Failed> {
     let model = model()?;
     let prompt = prompt(model)?;
-    let cpu = run_on(RuntimeName::Cpu, model, &prompt)?;
-    let device = run_on(r, model, &prompt)?;
-    agree(&format!("`{}` against the CPU runtime", r.as_str()), &device, &cpu)?;
-    let unfused = run_with(r, model, &prompt, false)?;
-    agree(&format!("`{}`, unfused, against the CPU runtime", r.as_str()), &unfused, &cpu)
+    let device = run_with(r, model, &prompt, fuse)?;
+    let what = if fuse { "" } else { ", unfused," };
+    agree(&format!("`{}`{what} against the CPU runtime", r.as_str()), &device, cpu_generation()?)
 }
 
 /// Texts whose byte-level BPE pieces are known: whole words with their space marker `Ġ`, a

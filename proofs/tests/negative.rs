@@ -37,16 +37,14 @@ pub fn sign_extension_slip(a: i32, b: i32, c: i32, #[comptime] target: Target) -
     }
 }
 
-/// A flushing product whose flush is decided after rounding to 24 bits with an unbounded
-/// exponent (x86's flush-to-zero): a product just below `2⁻¹²⁶` that rounds up to it is kept.
-/// The product is scaled by 2⁶⁴ in binary64 (exact), rounded to binary32 there (24 bits), and
-/// compared with `2⁻¹²⁶·2⁶⁴`.
+/// A flushing product whose flush is decided before rounding: a product a residue below `2⁻¹²⁶`
+/// that rounds up to it is flushed (the binary64 product is exact).
 #[cube]
-fn mul_flushed_unbounded(a: f32, b: f32) -> f32 {
+fn mul_flushed_before_rounding(a: f32, b: f32) -> f32 {
     let (x, y) = (portable::flush(a), portable::flush(b));
-    let scaled = f32::cast_from(f64::cast_from(x) * f64::cast_from(y) * 18446744073709551616.0f64);
-    let mut out = portable::flush(x * y);
-    if scaled.abs() < 2.168404344971009e-19f32 {
+    let exact = f64::cast_from(x) * f64::cast_from(y);
+    let mut out = x * y;
+    if exact.abs() < 1.1754943508222875e-38f64 {
         out = f32::reinterpret(u32::reinterpret(out) & 0x8000_0000u32);
     }
     out
@@ -54,17 +52,40 @@ fn mul_flushed_unbounded(a: f32, b: f32) -> f32 {
 
 #[islands(expect_mismatch)]
 #[cube]
-pub fn ftz_mul_rounded_unbounded(a: f32, b: f32, i: u32, #[comptime] target: Target) -> f32 {
+pub fn ftz_mul_tiny_before_rounding(a: f32, b: f32, i: u32, #[comptime] target: Target) -> f32 {
     island! {
         proof(a: f32, b: f32, i: u32) -> f32;
-        cuda => mul_flushed_unbounded(flushed::window_x(a, i), flushed::window_y(b, i, false)),
+        cuda => mul_flushed_before_rounding(flushed::window_x(a, i), flushed::window_y(b, i, false)),
         default => flushed::mul_defined(flushed::window_x(a, i), flushed::window_y(b, i, false)),
     }
 }
 
+/// A flushing `fma` whose flush is decided before rounding: a sum a residue below `2⁻¹²⁶` that
+/// rounds up to it is flushed (the sum in binary64, exact for the check's operands).
+#[cube]
+fn fma_flushed_before_rounding(a: f32, b: f32, c: f32) -> f32 {
+    let (x, y, z) = (portable::flush(a), portable::flush(b), portable::flush(c));
+    let exact = f64::cast_from(x) * f64::cast_from(y) + f64::cast_from(z);
+    let mut out = fma(x, y, z);
+    if exact.abs() < 1.1754943508222875e-38f64 {
+        out = f32::reinterpret(u32::reinterpret(out) & 0x8000_0000u32);
+    }
+    out
+}
+
+#[islands(expect_mismatch)]
+#[cube]
+pub fn ftz_fma_tiny_before_rounding(a: f32, b: f32, c: f32, i: u32, #[comptime] target: Target) -> f32 {
+    island! {
+        proof(a: f32, b: f32, c: f32, i: u32) -> f32;
+        cuda => fma_flushed_before_rounding(
+            flushed::window_x(a, i), flushed::window_y(b, i, true), flushed::window_z(c, i)),
+        default => flushed::fma_defined(flushed::window_x(a, i), flushed::window_y(b, i, true), flushed::window_z(c, i)),
+    }
+}
+
 /// A flushing product whose flush is decided once rounded, as IEEE 754 rounds with gradual
-/// underflow: a product just below `2⁻¹²⁶` that rounds up to it, and the tie `2⁻¹²⁶ − 2⁻¹⁵⁰`,
-/// are kept.
+/// underflow: the tie `2⁻¹²⁶ − 2⁻¹⁵⁰`, which it rounds up to `2⁻¹²⁶`, is kept.
 #[cube]
 fn mul_flushed_after_rounding(a: f32, b: f32) -> f32 {
     portable::flush(portable::flush(a) * portable::flush(b))
@@ -80,8 +101,8 @@ pub fn ftz_mul_tiny_after_rounding(a: f32, b: f32, i: u32, #[comptime] target: T
     }
 }
 
-/// A flushing `fma` whose flush is decided once rounded with gradual underflow: a sum a residue
-/// below `2⁻¹²⁶` that rounds up to it is kept.
+/// A flushing `fma` whose flush is decided once rounded with gradual underflow: a sum between
+/// IEEE's tie `2⁻¹²⁶ − 2⁻¹⁵⁰` and the midpoint `2⁻¹²⁶ − 2⁻¹⁵¹` is kept.
 #[cube]
 fn fma_flushed_after_rounding(a: f32, b: f32, c: f32) -> f32 {
     portable::flush(fma(portable::flush(a), portable::flush(b), portable::flush(c)))
