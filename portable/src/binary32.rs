@@ -233,8 +233,7 @@ fn shift_right_jam(h: u32, l: u32, d: u32) -> (u32, u32) {
 /// carries into 2⁻¹²⁶.
 #[cube]
 fn round_to(sign: u32, e: i32, g: u32, sticky: bool, #[comptime] ties_away: bool, #[comptime] flush_tiny: bool) -> u32 {
-    let unbounded_up = (g & 1u32) == 1u32 && (sticky || ((g >> 1u32) & 1u32) == 1u32);
-    let tiny = e < 0 || (e == 0 && !((g >> 1u32) == 0xff_ffffu32 && unbounded_up));
+    let (g_in, sticky_in) = (g, sticky);
     let mut g = g;
     let mut sticky = sticky;
     let mut field = e;
@@ -263,9 +262,11 @@ fn round_to(sign: u32, e: i32, g: u32, sticky: bool, #[comptime] ties_away: bool
         bits = 0x7f80_0000u32;
     }
     if comptime!(flush_tiny) {
-        if tiny {
-            bits = 0u32;
-        }
+        // Rounded with an unbounded exponent, a result in [2⁻¹²⁷, 2⁻¹²⁶) reaches 2⁻¹²⁶ only
+        // when all 24 bits are ones and it rounds up.
+        let up = (g_in & 1u32) == 1u32 && (sticky_in || ((g_in >> 1u32) & 1u32) == 1u32);
+        let carries = (g_in >> 1u32) == 0xff_ffffu32 && up;
+        bits = select(e < 0 || (e == 0 && !carries), 0u32, bits);
     }
     sign | bits
 }
