@@ -16,6 +16,7 @@
 //! double rounding, flush and wrong tie caught.
 
 use crate::fields::{exponent, significand};
+use crate::subnormals::flush;
 use cubecl::prelude::*;
 
 /// `a · b`, rounded to nearest even (the bits of [`crate::mul_rn`]).
@@ -25,19 +26,19 @@ pub fn mul_rn32(a: f32, b: f32) -> f32 {
 }
 
 /// `φa · φb` rounded to nearest even, or a zero of its sign where the product is tiny (`φ` is
-/// [`crate::flush`]): where, rounded to 24 bits with an unbounded exponent, it is below 2⁻¹²⁶ in
+/// [`flush`]): where, rounded to 24 bits with an unbounded exponent, it is below 2⁻¹²⁶ in
 /// magnitude. So `2⁻¹²⁶ − 2⁻¹⁵⁰`, which IEEE's gradual underflow rounds up to 2⁻¹²⁶ (a tie), is
 /// flushed, and a product a residue below 2⁻¹²⁶ that rounds up to it is kept.
 #[cube]
 pub fn mul_flushed32(a: f32, b: f32) -> f32 {
-    f32::reinterpret(mul_bits(crate::flush(a), crate::flush(b), false, true))
+    f32::reinterpret(mul_bits(flush(a), flush(b), false, true))
 }
 
 /// `φa·φb + φc` rounded once to nearest even, or a zero of its sign where the sum is tiny:
 /// [`mul_flushed32`]'s flush.
 #[cube]
 pub fn fma_flushed32(a: f32, b: f32, c: f32) -> f32 {
-    f32::reinterpret(fma_bits(crate::flush(a), crate::flush(b), crate::flush(c), false, true))
+    f32::reinterpret(fma_bits(flush(a), flush(b), flush(c), false, true))
 }
 
 /// `a·b + c` with two roundings (the bits of [`crate::mul_add_rounded`]): the product from
