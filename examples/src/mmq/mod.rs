@@ -17,16 +17,17 @@
 //!
 //!   block after block in `k` order from `acc = +0.0`, `mul♭` and `fma♭` the flushing product
 //!   and fused multiply-add of [`island_intrinsics::flushed`]: subnormal operands read as zeros
-//!   of their signs, one rounding to nearest even, a result whose exact value is below 2⁻¹²⁶ a
-//!   zero of its sign. A device that flushes subnormals (NVIDIA's Vulkan driver, CUDA's `.ftz`
+//!   of their signs, one rounding to nearest even, a tiny result (below 2⁻¹²⁶ once rounded to
+//!   24 bits with an unbounded exponent) a zero of its sign. A device that flushes subnormals (NVIDIA's Vulkan driver, CUDA's `.ftz`
 //!   instructions) computes the definition itself, and every other device computes it with the
 //!   flushes written out. `default` computes both in 32-bit integer operations
 //!   ([`island_intrinsics::portable::mul_flushed32`], [`island_intrinsics::portable::fma_flushed32`]):
 //!   with the binary64 formulation of the `fma` ([`island_intrinsics::portable::fma_rn`])
 //!   lavapipe's `default` differed from the CPU's by one ulp in 14 of 327,680 outputs
 //!   (2026-12-05, seed 0x151a4d5eed), with the integer one in none. Until 2026-12-07 the
-//!   definition flushed a result once rounded (IEEE's tininess); the H100's flushing
-//!   instructions decide before rounding, so the definition does too.
+//!   definition flushed a result subnormal once rounded as IEEE rounds; the H100's flushing
+//!   instructions take the unbounded exponent's rule (`island_intrinsics::flushed`), so the
+//!   definition does too.
 //!   The quant type is a comptime parameter of one kernel.
 //!
 //! Weights are imported from GGUF blocks once ([`MmqWeights::from_gguf`]): the quants stay as
